@@ -1,0 +1,144 @@
+"""The WSGI application and its middleware stack."""
+from microversion_parse import middleware as mp_middleware
+from oslo_context import context as oslo_context
+from oslo_log import log as logging
+import oslo_middleware
+from oslo_middleware import request_id
+import routes
+import webob.dec
+import webob.exc
+
+from tachyon_placement.api import auth
+from tachyon_placement.api import errors
+from tachyon_placement.api import microversion
+from tachyon_placement.api import routes as route_table
+from tachyon_placement.api import wsgi
+
+LOG = logging.getLogger(__name__)
+
+
+def make_mapper(declarations):
+    """A Routes mapper from {url: {method: handler}}; other methods get 405."""
+    mapper = routes.Mapper()
+    for url, methods in declarations.items():
+        for method, func in methods.items():
+            mapper.connect(url, action=func, conditions={'method': [method]})
+        mapper.connect(url, action=None, _methods=', '.join(methods))
+    return mapper
+
+
+class PlacementApp:
+    """Dispatch a request to its handler through the route table."""
+
+    def __init__(self, conf, store):
+        self.conf = conf
+        self.store = store
+        self.mapper = make_mapper(route_table.ROUTES)
+
+    def __call__(self, environ, start_response):
+        environ[wsgi.ENV_APP] = self
+        try:
+            return self._dispatch(environ, start_response)
+        except errors.ApiError as exc:
+            raise wsgi.to_webob(exc, environ)
+
+    def _dispatch(self, environ, start_response):
+        length = environ.get('CONTENT_LENGTH')
+        try:
+            if length and int(length) > 0 and not environ.get('CONTENT_TYPE'):
+                raise errors.BadRequest(
+                    'content-type header required when content-length > 0')
+        except ValueError:
+            raise errors.BadRequest(
+                'content-length header must be an integer')
+        match = self.mapper.match(environ=environ)
+        if match is None:
+            raise errors.NotFound(None)
+        func = match.pop('action')
+        if func is None:
+            raise errors.MethodNotAllowed(
+                'The method specified is not allowed for this resource.',
+                headers={'allow': str(match['_methods'])})
+        environ['wsgiorg.routing_args'] = ((), match)
+        req = wsgi.Request(environ)
+        try:
+            response = func(req)
+        except errors.ApiError as exc:
+            raise wsgi.to_webob(exc, environ)
+        return response(environ, start_response)
+
+
+class RequestLog(request_id.RequestId):
+    """Request id (oslo.middleware), a one-line access log, JSON errors.
+
+    An absent or ``*/*`` Accept becomes application/json so error bodies
+    are JSON, as Placement does.
+    """
+
+    def __init__(self, application):
+        super().__init__(application)
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        self.set_global_req_id(req)
+        ctx = oslo_context.RequestContext.from_environ(req.environ)
+        req.environ[request_id.ENV_REQUEST_ID] = ctx.request_id
+        accept = req.environ.get('HTTP_ACCEPT')
+        if not accept or accept == '*/*':
+            req.environ['HTTP_ACCEPT'] = wsgi.JSON
+        response = req.get_response(self.application)
+        for header in [request_id.HTTP_RESP_HEADER_REQUEST_ID] + list(
+                self.compat_headers):
+            if header not in response.headers:
+                response.headers.add(header, ctx.request_id)
+        LOG.info('%(addr)s "%(method)s %(uri)s" status: %(status)s '
+                 'len: %(len)s microversion: %(version)s',
+                 {'addr': req.remote_addr or '-', 'method': req.method,
+                  'uri': req.path_qs, 'status': response.status_code,
+                  'len': response.content_length,
+                  'version': req.environ.get(
+                      microversion.MICROVERSION_ENVIRON, '-')})
+        return response
+
+
+class FaultWrapper:
+    """Any exception that escapes becomes a JSON 500 (and is a bug)."""
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        try:
+            return self.application(environ, start_response)
+        except Exception as exc:  # noqa: BLE001 - last line of defence
+            LOG.exception('Placement API unexpected error: %s', exc)
+            fault = webob.exc.HTTPInternalServerError(
+                str(exc), json_formatter=wsgi.json_error_formatter)
+            return fault.generate_response(environ, start_response)
+
+
+def build_stack(conf, store, enforcer):
+    """Wrap the dispatcher in Placement's middleware, innermost first."""
+    application = PlacementApp(conf, store)
+    application = mp_middleware.MicroversionMiddleware(
+        application, microversion.SERVICE_TYPE, microversion.VERSIONS,
+        json_error_formatter=wsgi.json_error_formatter)
+    if conf.api.auth_strategy == 'noauth2':
+        auth_middleware = auth.NoAuthMiddleware
+    else:
+        auth_middleware = auth.keystone_middleware(conf)
+    cors_middleware = None
+    if conf.cors.allowed_origin:
+        cors_middleware = oslo_middleware.CORS.factory({}, **conf.cors)
+    layers = (
+        FaultWrapper,
+        lambda app: auth.ContextMiddleware(app, enforcer, conf),
+        auth_middleware,
+        cors_middleware,
+        RequestLog,
+        oslo_middleware.HTTPProxyToWSGI,
+    )
+    for layer in layers:
+        if layer:
+            application = layer(application)
+    return application

@@ -1,0 +1,68 @@
+"""Error codes and the API error type.
+
+Handlers and the domain raise ``ApiError`` subclasses; the fault middleware
+renders them as Placement does: ``{"errors": [{"status", "title", "detail",
+"code", "request_id"}]}`` with webob's standard explanation text in
+``detail``.  Codes are the strings Placement uses, one constant each.
+"""
+import webob.exc
+
+DEFAULT = 'placement.undefined_code'
+INVENTORY_INUSE = 'placement.inventory.inuse'
+CONCURRENT_UPDATE = 'placement.concurrent_update'
+DUPLICATE_NAME = 'placement.duplicate_name'
+PROVIDER_IN_USE = 'placement.resource_provider.inuse'
+PROVIDER_CANNOT_DELETE_PARENT = (
+    'placement.resource_provider.cannot_delete_parent')
+RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
+ILLEGAL_DUPLICATE_QUERYPARAM = 'placement.query.duplicate_key'
+QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
+QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
+
+
+class ApiError(Exception):
+    """An error with an HTTP status, rendered as Placement's JSON error."""
+
+    webob_class = webob.exc.HTTPBadRequest
+
+    def __init__(self, detail, code=DEFAULT, headers=None):
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code
+        self.headers = headers or {}
+
+    @property
+    def status(self):
+        return self.webob_class.code
+
+
+class BadRequest(ApiError):
+    webob_class = webob.exc.HTTPBadRequest
+
+
+class Forbidden(ApiError):
+    webob_class = webob.exc.HTTPForbidden
+
+
+class NotFound(ApiError):
+    webob_class = webob.exc.HTTPNotFound
+
+
+class MethodNotAllowed(ApiError):
+    webob_class = webob.exc.HTTPMethodNotAllowed
+
+
+class NotAcceptable(ApiError):
+    webob_class = webob.exc.HTTPNotAcceptable
+
+
+class Conflict(ApiError):
+    webob_class = webob.exc.HTTPConflict
+
+
+class UnsupportedMediaType(ApiError):
+    webob_class = webob.exc.HTTPUnsupportedMediaType
+
+
+class ServerError(ApiError):
+    webob_class = webob.exc.HTTPInternalServerError

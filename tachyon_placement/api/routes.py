@@ -1,0 +1,67 @@
+"""The route table: URL -> {HTTP method: handler}.
+
+A known URL requested with a method not listed here gets 405 with an Allow
+header, automatically (see app.make_mapper).
+"""
+from tachyon_placement.api.handlers import aggregate
+from tachyon_placement.api.handlers import inventory
+from tachyon_placement.api.handlers import resource_class
+from tachyon_placement.api.handlers import resource_provider
+from tachyon_placement.api.handlers import root
+from tachyon_placement.api.handlers import trait
+from tachyon_placement.api.handlers import usage
+
+ROUTES = {
+    # '' as well as '/' so that a mount point works with or without slash.
+    '/': {'GET': root.home},
+    '': {'GET': root.home},
+    '/resource_classes': {
+        'GET': resource_class.list_resource_classes,
+        'POST': resource_class.create_resource_class,
+    },
+    '/resource_classes/{name}': {
+        'GET': resource_class.get_resource_class,
+        'PUT': resource_class.update_resource_class,
+        'DELETE': resource_class.delete_resource_class,
+    },
+    '/resource_providers': {
+        'GET': resource_provider.list_resource_providers,
+        'POST': resource_provider.create_resource_provider,
+    },
+    '/resource_providers/{uuid}': {
+        'GET': resource_provider.get_resource_provider,
+        'PUT': resource_provider.update_resource_provider,
+        'DELETE': resource_provider.delete_resource_provider,
+    },
+    '/resource_providers/{uuid}/inventories': {
+        'GET': inventory.get_inventories,
+        'POST': inventory.create_inventory,
+        'PUT': inventory.set_inventories,
+        'DELETE': inventory.delete_inventories,
+    },
+    '/resource_providers/{uuid}/inventories/{resource_class}': {
+        'GET': inventory.get_inventory,
+        'PUT': inventory.update_inventory,
+        'DELETE': inventory.delete_inventory,
+    },
+    '/resource_providers/{uuid}/usages': {
+        'GET': usage.list_provider_usages,
+    },
+    '/resource_providers/{uuid}/aggregates': {
+        'GET': aggregate.get_aggregates,
+        'PUT': aggregate.set_aggregates,
+    },
+    '/traits': {
+        'GET': trait.list_traits,
+    },
+    '/traits/{name}': {
+        'GET': trait.get_trait,
+        'PUT': trait.put_trait,
+        'DELETE': trait.delete_trait,
+    },
+    '/resource_providers/{uuid}/traits': {
+        'GET': trait.list_provider_traits,
+        'PUT': trait.set_provider_traits,
+        'DELETE': trait.delete_provider_traits,
+    },
+}

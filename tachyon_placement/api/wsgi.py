@@ -1,0 +1,198 @@
+"""Request/response plumbing shared by every handler.
+
+A handler is a plain function ``handler(req) -> webob.Response`` decorated
+with ``@handler(...)``, which declares the microversion range it serves and
+the media types it accepts and produces.  ``ApiError`` raised anywhere below
+becomes Placement's JSON error body.
+"""
+import functools
+import json
+
+import jsonschema
+from oslo_middleware import request_id
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+import webob
+import webob.dec
+import webob.exc
+
+from tachyon_placement.api import errors
+from tachyon_placement.api import microversion
+
+ENV_ERROR_CODE = 'placement.error_code'
+ENV_CONTEXT = 'placement.context'
+ENV_APP = 'tachyon.app'
+JSON = 'application/json'
+
+_FORMAT_CHECKER = jsonschema.FormatChecker()
+
+
+@_FORMAT_CHECKER.checks('uuid')
+def _is_uuid(instance):
+    return uuidutils.is_uuid_like(instance)
+
+
+def json_error_formatter(body, status, title, environ):
+    """Placement's error document, used for every webob error we raise."""
+    body = webob.exc.strip_tags(body)
+    status_code = int(status.split(None, 1)[0])
+    error = {'status': status_code, 'title': title, 'detail': body}
+    want_version = environ.get(microversion.MICROVERSION_ENVIRON)
+    if want_version and microversion.has(want_version, 'error_codes'):
+        error['code'] = environ.get(ENV_ERROR_CODE, errors.DEFAULT)
+    if request_id.ENV_REQUEST_ID in environ:
+        error['request_id'] = environ[request_id.ENV_REQUEST_ID]
+    # No microversion in the environ on a 406 means negotiation failed: tell
+    # the client what we serve so it can pick (osc-placement reads this).
+    if (status_code == 406
+            and microversion.MICROVERSION_ENVIRON not in environ):
+        error['max_version'] = microversion.MAX_VERSION
+        error['min_version'] = microversion.MIN_VERSION
+    return {'errors': [error]}
+
+
+def webob_error(exc_class, detail, environ=None, code=None, **kw):
+    if environ is not None and code:
+        environ[ENV_ERROR_CODE] = code
+    return exc_class(detail, json_formatter=json_error_formatter, **kw)
+
+
+class Request(webob.Request):
+    """A webob request that knows the Placement bits of its environ."""
+
+    @property
+    def version(self):
+        return self.environ[microversion.MICROVERSION_ENVIRON]
+
+    def has(self, feature):
+        return microversion.has(self.version, feature)
+
+    @property
+    def context(self):
+        return self.environ[ENV_CONTEXT]
+
+    @property
+    def app(self):
+        return self.environ[ENV_APP]
+
+    @property
+    def store(self):
+        return self.app.store
+
+    @property
+    def conf(self):
+        return self.app.conf
+
+    def path_item(self, name):
+        return self.environ['wsgiorg.routing_args'][1].get(name)
+
+    def json_body(self, schema):
+        return extract_json(self.body, schema)
+
+    def validate_query(self, schema):
+        try:
+            params = dict(self.GET)
+            jsonschema.validate(params, schema, format_checker=_FORMAT_CHECKER)
+        except (jsonschema.ValidationError, UnicodeDecodeError) as exc:
+            raise errors.BadRequest(
+                'Invalid query string parameters: %(exc)s' % {'exc': exc})
+
+    def url(self, *parts):
+        """Relative URL under this app's mount point."""
+        return '/'.join((self.script_name,) + parts)
+
+
+def extract_json(body, schema):
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise errors.BadRequest('Malformed JSON: %(error)s' % {'error': exc})
+    try:
+        jsonschema.validate(data, schema, format_checker=_FORMAT_CHECKER)
+    except jsonschema.ValidationError as exc:
+        raise errors.BadRequest(
+            'JSON does not validate: %(error)s' % {'error': exc})
+    return data
+
+
+def json_response(req, data, status=200, last_modified=None):
+    """A JSON response; from 1.15 on with Last-Modified and no-cache."""
+    response = req.response
+    response.status = status
+    response.body = json.dumps(data).encode('utf-8')
+    response.content_type = JSON
+    if req.has('last_modified'):
+        response.last_modified = last_modified or timeutils.utcnow(
+            with_timezone=True)
+        response.cache_control = 'no-cache'
+    return response
+
+
+def empty_response(req, status=204, location=None):
+    response = req.response
+    response.status = status
+    response.content_type = None
+    if location:
+        response.location = location
+    return response
+
+
+def latest(timestamps):
+    """Newest of some (possibly None) datetimes, or None."""
+    present = [stamp for stamp in timestamps if stamp is not None]
+    return max(present) if present else None
+
+
+def handler(min_version=None, max_version=None, accept=None, content=None):
+    """Declare a handler's microversion range and media types.
+
+    Outside the range the request gets 404 (as Placement does).  ``accept``
+    gives 406 for an Accept header it cannot satisfy; ``content`` gives 415
+    for a body of another media type.
+    """
+    low = microversion.parse(min_version or microversion.MIN_VERSION)
+    high = microversion.parse(max_version or microversion.MAX_VERSION)
+
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapper(req):
+            if not (low <= req.version <= high):
+                raise errors.NotFound(None)
+            if accept and req.accept:
+                if not req.accept.acceptable_offers([accept]):
+                    raise errors.NotAcceptable(
+                        'Only %(type)s is provided' % {'type': accept})
+            if content and req.content_type != content:
+                raise errors.UnsupportedMediaType(
+                    'The media type %(bad_type)s is not supported, use '
+                    '%(good_type)s' % {'bad_type': req.content_type or 'None',
+                                       'good_type': content})
+            return func(req)
+        wrapper.version_range = (low, high)
+        return wrapper
+    return decorator
+
+
+def versioned(*implementations):
+    """One route, different handlers per microversion range.
+
+    Each implementation is a ``@handler`` function; the first whose range
+    contains the request's version serves it, otherwise 404.
+    """
+    def dispatch(req):
+        for impl in implementations:
+            low, high = impl.version_range
+            if low <= req.version <= high:
+                return impl(req)
+        raise errors.NotFound(None)
+    dispatch.__name__ = implementations[0].__name__
+    return dispatch
+
+
+def to_webob(exc, environ):
+    """Turn an ApiError into the webob exception that renders it."""
+    if exc.code != errors.DEFAULT:
+        environ[ENV_ERROR_CODE] = exc.code
+    headers = dict(exc.headers)
+    return exc.webob_class(exc.detail, json_formatter=json_error_formatter,
+                           headers=headers)

@@ -1,0 +1,34 @@
+"""Configuration options.
+
+Keys follow placement.conf wherever they still make sense, so an operator can
+reuse their Placement file and add a ``[graph]`` section.  There is no global
+config object: callers build a ``ConfigOpts`` and pass it around.
+"""
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_middleware import cors
+from oslo_middleware import http_proxy_to_wsgi
+from oslo_policy import opts as policy_opts
+
+from tachyon_placement.conf import api
+from tachyon_placement.conf import graph
+from tachyon_placement.conf import placement
+
+
+def register_opts(conf):
+    api.register_opts(conf)
+    graph.register_opts(conf)
+    placement.register_opts(conf)
+    logging.register_options(conf)
+    policy_opts.set_defaults(conf)
+    conf.register_opts(cors.CORS_OPTS, 'cors')
+    conf.register_opts(http_proxy_to_wsgi.OPTS, 'oslo_middleware')
+
+
+def new_conf(args=None, default_config_files=None):
+    """A fresh, registered and parsed ConfigOpts."""
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    conf(args if args is not None else [], project='placement',
+         default_config_files=default_config_files)
+    return conf

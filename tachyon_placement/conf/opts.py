@@ -1,0 +1,12 @@
+"""Entry point for oslo-config-generator (namespace tachyon_placement)."""
+from tachyon_placement.conf import api
+from tachyon_placement.conf import graph
+from tachyon_placement.conf import placement
+
+
+def list_opts():
+    opts = {}
+    for module in (api, graph, placement):
+        for group, group_opts in module.list_opts().items():
+            opts[group] = group_opts
+    return [(group, items) for group, items in opts.items()]

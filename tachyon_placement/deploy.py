@@ -1,0 +1,24 @@
+"""Assemble a running service from a ConfigOpts: store, policy, WSGI app."""
+from oslo_log import log as logging
+
+from tachyon_placement.api import app
+from tachyon_placement.graph import store as graph_store
+from tachyon_placement import policy
+
+LOG = logging.getLogger(__name__)
+
+
+def loadapp(conf, store=None):
+    """The WSGI application for ``conf``.
+
+    Opens the graph store (starting the embedded engine if no connection
+    is configured) and syncs standard classes and traits, unless a store is
+    passed in.
+    """
+    if store is None:
+        store = graph_store.open_store(conf)
+    enforcer = policy.make_enforcer(conf)
+    application = app.build_stack(conf, store, enforcer)
+    application.store = store
+    application.enforcer = enforcer
+    return application

@@ -1,0 +1,58 @@
+"""Every Cypher statement Tachyon sends, registered by name.
+
+A statement has one text in the common subset of both dialects, or a text
+per engine where they differ (DDL, ``EXISTS {}`` and the like).  The Neo4j
+texts are all linted by Neo4j's own parser in the test suite, so nothing
+else in the code base may build Cypher.
+"""
+import importlib
+
+_REGISTRY = {}
+
+# Modules holding statements; imported by all_statements() so the lint test
+# sees every one of them without starting an engine.
+STATEMENT_MODULES = (
+    'tachyon_placement.graph.schema',
+    'tachyon_placement.graph.resource_classes',
+    'tachyon_placement.graph.traits',
+    'tachyon_placement.graph.providers',
+    'tachyon_placement.graph.inventories',
+    'tachyon_placement.graph.aggregates',
+)
+
+
+class Statement:
+    __slots__ = ('name', 'common', 'neo4j', 'falkordb')
+
+    def __init__(self, name, common=None, neo4j=None, falkordb=None):
+        if name in _REGISTRY:
+            raise ValueError('duplicate Cypher statement name %s' % name)
+        if common is None and (neo4j is None or falkordb is None):
+            raise ValueError('statement %s lacks a text for an engine' % name)
+        self.name = name
+        self.common = common
+        self.neo4j = neo4j
+        self.falkordb = falkordb
+        _REGISTRY[name] = self
+
+    def text(self, dialect):
+        return getattr(self, dialect) or self.common
+
+    def __repr__(self):
+        return 'Statement(%s)' % self.name
+
+
+def all_statements():
+    for module in STATEMENT_MODULES:
+        importlib.import_module(module)
+    return dict(_REGISTRY)
+
+
+def neo4j_statements():
+    return {name: stmt.text('neo4j')
+            for name, stmt in sorted(all_statements().items())}
+
+
+def falkordb_statements():
+    return {name: stmt.text('falkordb')
+            for name, stmt in sorted(all_statements().items())}

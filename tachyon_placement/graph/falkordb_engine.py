@@ -1,0 +1,86 @@
+"""FalkorDB engine: the embedded default, or an external server.
+
+FalkorDB runs each write query atomically and one at a time, so a single
+statement that checks generations and writes is a safe optimistic update.
+"""
+import threading
+
+import falkordb
+import redis.exceptions
+
+from tachyon_placement.graph import engine
+from tachyon_placement.graph import schema
+
+
+class FalkorDBEngine(engine.Engine):
+    dialect = 'falkordb'
+
+    def __init__(self, graph_name, unix_socket_path=None, host=None,
+                 port=None, password=None, on_close=None):
+        if unix_socket_path:
+            self._db = falkordb.FalkorDB(unix_socket_path=unix_socket_path,
+                                         password=password)
+        else:
+            self._db = falkordb.FalkorDB(host=host or 'localhost',
+                                         port=port or 6379,
+                                         password=password)
+        self._graph = self._db.select_graph(graph_name)
+        self._on_close = on_close
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def _run(self, statement, params, read_only):
+        text = statement.text(self.dialect)
+        try:
+            if read_only:
+                result = self._graph.ro_query(text, params)
+            else:
+                result = self._graph.query(text, params)
+        except redis.exceptions.ResponseError as exc:
+            if 'unique constraint violation' in str(exc):
+                raise engine.ConstraintViolation(str(exc)) from exc
+            raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+        except redis.exceptions.RedisError as exc:
+            raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+        columns = [column[1] for column in result.header]
+        return [dict(zip(columns, row)) for row in result.result_set]
+
+    def read(self, statement, **params):
+        return self._run(statement, params, read_only=True)
+
+    def write(self, statement, **params):
+        return self._run(statement, params, read_only=False)
+
+    def ensure_schema(self):
+        for label, prop, unique in schema.KEYS:
+            try:
+                if unique:
+                    self._graph.create_node_unique_constraint(label, prop)
+                else:
+                    self._graph.create_node_range_index(label, prop)
+            except redis.exceptions.ResponseError as exc:
+                message = str(exc)
+                if 'already' not in message:
+                    raise engine.GraphError(message) from exc
+
+    def reset(self):
+        self.write(schema.DELETE_ALL)
+
+    def drop_graph(self):
+        """Delete the whole graph key (tests: one graph per test file)."""
+        try:
+            self._graph.delete()
+        except redis.exceptions.ResponseError:
+            pass  # never written to: nothing to delete
+
+    def close(self):
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._db.connection.close()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+        if self._on_close:
+            self._on_close()

@@ -1,0 +1,239 @@
+"""Resource providers and their tree.
+
+Tree edges are ``(parent)-[:PARENT_OF]->(child)``; ``parent_uuid`` and
+``root_uuid`` are denormalised on every provider so filters and candidate
+search never walk the tree.  ``seq`` keeps creation order, which is the
+order Placement lists providers in.
+"""
+from tachyon_placement.domain import errors
+from tachyon_placement.domain import models
+from tachyon_placement.graph.cypher import Statement
+
+PROVIDER = ('rp {.uuid, .name, .generation, .parent_uuid, .root_uuid, .seq, '
+            '.created_at, .updated_at} AS rp')
+
+GET = Statement('rp_get', common="""
+MATCH (rp:ResourceProvider {uuid: $uuid})
+RETURN %s
+""" % PROVIDER)
+
+GET_BY_NAME = Statement('rp_get_by_name', common="""
+MATCH (rp:ResourceProvider {name: $name})
+RETURN %s
+""" % PROVIDER)
+
+# Everything the list filters look at, in one pass.  The optional filters
+# are parameters that are null when unused so the statement stays static.
+LIST = Statement('rp_list', common="""
+MATCH (rp:ResourceProvider)
+WHERE ($uuid IS NULL OR rp.uuid = $uuid)
+  AND ($name IS NULL OR rp.name = $name)
+  AND ($root_uuid IS NULL OR rp.root_uuid = $root_uuid)
+RETURN %s,
+       [(rp)-[:HAS_TRAIT]->(t:Trait) | t.name] AS traits,
+       [(rp)-[:MEMBER_OF]->(a:Aggregate) | a.uuid] AS aggregates,
+       [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
+        {resource_class: rc.name, total: inv.total, reserved: inv.reserved,
+         min_unit: inv.min_unit, max_unit: inv.max_unit,
+         step_size: inv.step_size, allocation_ratio: inv.allocation_ratio,
+         used: inv.used}] AS inventories
+ORDER BY rp.seq
+""" % PROVIDER)
+
+SUBTREE = Statement('rp_subtree', common="""
+MATCH (:ResourceProvider {uuid: $uuid})-[:PARENT_OF*0..]->(rp:ResourceProvider)
+RETURN rp.uuid AS uuid
+""")
+
+CREATE = Statement('rp_create', common="""
+OPTIONAL MATCH (same_uuid:ResourceProvider {uuid: $uuid})
+OPTIONAL MATCH (same_name:ResourceProvider {name: $name})
+OPTIONAL MATCH (parent:ResourceProvider {uuid: $parent_uuid})
+WITH same_uuid, same_name, parent
+WHERE same_uuid IS NULL AND same_name IS NULL
+  AND ($parent_uuid IS NULL OR parent IS NOT NULL)
+MERGE (counter:Meta {key: 'provider_seq'})
+SET counter.value = coalesce(counter.value, 0) + 1
+CREATE (rp:ResourceProvider {uuid: $uuid, name: $name, generation: 0,
+                             parent_uuid: $parent_uuid,
+                             root_uuid: coalesce(parent.root_uuid, $uuid),
+                             seq: counter.value, created_at: timestamp()})
+FOREACH (p IN CASE WHEN parent IS NULL THEN [] ELSE [parent] END |
+         CREATE (p)-[:PARENT_OF]->(rp))
+RETURN %s
+""" % PROVIDER)
+
+RENAME = Statement('rp_rename', common="""
+MATCH (rp:ResourceProvider {uuid: $uuid})
+OPTIONAL MATCH (clash:ResourceProvider {name: $name})
+WITH rp, clash WHERE clash IS NULL OR clash = rp
+SET rp.name = $name, rp.updated_at = timestamp()
+RETURN %s
+""" % PROVIDER)
+
+# Moves a provider (and its subtree) under a new parent, or makes it a root
+# when $parent_uuid is null.  The subtree takes the new root.  The caller
+# has checked for loops; the WHERE re-checks that the parent still exists
+# and the tree shape the caller saw (old parent) still holds.
+REPARENT = Statement('rp_reparent', common="""
+MATCH (rp:ResourceProvider {uuid: $uuid})
+WHERE rp.parent_uuid = $old_parent_uuid
+   OR (rp.parent_uuid IS NULL AND $old_parent_uuid IS NULL)
+OPTIONAL MATCH (parent:ResourceProvider {uuid: $parent_uuid})
+WITH rp, parent
+WHERE $parent_uuid IS NULL OR parent IS NOT NULL
+OPTIONAL MATCH (:ResourceProvider)-[old:PARENT_OF]->(rp)
+DELETE old
+WITH DISTINCT rp, parent
+FOREACH (p IN CASE WHEN parent IS NULL THEN [] ELSE [parent] END |
+         CREATE (p)-[:PARENT_OF]->(rp))
+SET rp.parent_uuid = $parent_uuid,
+    rp.name = $name,
+    rp.updated_at = timestamp()
+WITH rp, coalesce(parent.root_uuid, rp.uuid) AS new_root
+MATCH (rp)-[:PARENT_OF*0..]->(member:ResourceProvider)
+SET member.root_uuid = new_root
+WITH DISTINCT rp
+RETURN %s
+""" % PROVIDER)
+
+# Refuses (returns nothing) when the provider has children or allocations.
+DELETE = Statement('rp_delete', common="""
+MATCH (rp:ResourceProvider {uuid: $uuid})
+WITH rp, size([(rp)-[:PARENT_OF]->(child) | child]) AS children,
+     size([(rp)<-[:CONSUMES]-(consumer) | consumer]) AS consumers
+WHERE children = 0 AND consumers = 0
+DETACH DELETE rp
+RETURN count(*) AS deleted
+""")
+
+DELETE_BLOCKERS = Statement('rp_delete_blockers', common="""
+MATCH (rp:ResourceProvider {uuid: $uuid})
+RETURN size([(rp)-[:PARENT_OF]->(child) | child]) AS children,
+       size([(rp)<-[:CONSUMES]-(consumer) | consumer]) AS consumers
+""")
+
+
+def provider_from_row(data):
+    return models.Provider(
+        uuid=data['uuid'], name=data['name'], generation=data['generation'],
+        parent_uuid=data.get('parent_uuid'), root_uuid=data.get('root_uuid'),
+        created_at=models.from_millis(data.get('created_at')),
+        updated_at=models.from_millis(data.get('updated_at')))
+
+
+def _inventory(data):
+    return models.Inventory(**{key: value for key, value in data.items()
+                               if value is not None})
+
+
+class ProviderView:
+    """A provider with what the list filters need to look at."""
+    __slots__ = ('provider', 'traits', 'aggregates', 'inventories')
+
+    def __init__(self, provider, traits, aggregates, inventories):
+        self.provider = provider
+        self.traits = traits
+        self.aggregates = aggregates
+        self.inventories = inventories
+
+
+class ProviderStore:
+    """Mixin of Store: resource provider persistence."""
+
+    def get_provider(self, uuid):
+        rows = self.engine.read(GET, uuid=uuid)
+        if not rows:
+            raise errors.NotFound(
+                'No resource provider with uuid %s found' % uuid, uuid=uuid)
+        return provider_from_row(rows[0]['rp'])
+
+    def find_provider(self, uuid):
+        rows = self.engine.read(GET, uuid=uuid)
+        return provider_from_row(rows[0]['rp']) if rows else None
+
+    def provider_views(self, uuid=None, name=None, root_uuid=None):
+        rows = self.engine.read(LIST, uuid=uuid, name=name,
+                                root_uuid=root_uuid)
+        return [ProviderView(provider_from_row(row['rp']),
+                             frozenset(row['traits']),
+                             frozenset(row['aggregates']),
+                             {inv['resource_class']: _inventory(inv)
+                              for inv in row['inventories']})
+                for row in rows]
+
+    def subtree_uuids(self, uuid):
+        return {row['uuid'] for row in self.engine.read(SUBTREE, uuid=uuid)}
+
+    def create_provider(self, uuid, name, parent_uuid=None):
+        """Create a provider; raises Exists (field=uuid|name) or Invalid."""
+        rows = self.engine.write(CREATE, uuid=uuid, name=name,
+                                 parent_uuid=parent_uuid)
+        if rows:
+            return provider_from_row(rows[0]['rp'])
+        if self.engine.read(GET, uuid=uuid):
+            raise errors.Exists(field='uuid', value=uuid)
+        if self.engine.read(GET_BY_NAME, name=name):
+            raise errors.Exists(field='name', value=name)
+        raise errors.Invalid('parent provider UUID does not exist.')
+
+    def update_provider(self, current, name, parent_uuid):
+        """Rename and/or move ``current``; tree rules are the caller's."""
+        if parent_uuid == current.parent_uuid:
+            rows = self.engine.write(RENAME, uuid=current.uuid, name=name)
+        else:
+            rows = self.engine.write(
+                REPARENT, uuid=current.uuid, name=name,
+                parent_uuid=parent_uuid, old_parent_uuid=current.parent_uuid)
+        if rows:
+            return provider_from_row(rows[0]['rp'])
+        if not self.engine.read(GET, uuid=current.uuid):
+            raise errors.NotFound(uuid=current.uuid)
+        clash = self.engine.read(GET_BY_NAME, name=name)
+        if clash and clash[0]['rp']['uuid'] != current.uuid:
+            raise errors.Exists(field='name', value=name)
+        if parent_uuid and not self.engine.read(GET, uuid=parent_uuid):
+            raise errors.Invalid('parent provider UUID does not exist.')
+        raise errors.ConcurrentUpdate()
+
+    def delete_provider(self, uuid):
+        rows = self.engine.write(DELETE, uuid=uuid)
+        if rows and rows[0]['deleted']:
+            return
+        blockers = self.engine.read(DELETE_BLOCKERS, uuid=uuid)
+        if not blockers:
+            raise errors.NotFound(uuid=uuid)
+        if blockers[0]['children']:
+            raise errors.InUse(reason='children')
+        raise errors.InUse(reason='allocations')
+
+
+KNOWN_TRAITS = Statement('rp_known_traits', common="""
+UNWIND $names AS trait_name
+MATCH (t:Trait {name: trait_name})
+RETURN t.name AS name
+""")
+
+KNOWN_CLASSES = Statement('rp_known_classes', common="""
+UNWIND $names AS class_name
+MATCH (rc:ResourceClass {name: class_name})
+RETURN rc.name AS name
+""")
+
+
+class NameCheckStore:
+    """Mixin of Store: which of some trait / class names exist."""
+
+    def missing_traits(self, names):
+        names = set(names)
+        if not names:
+            return set()
+        found = self.engine.read(KNOWN_TRAITS, names=sorted(names))
+        return names - {row['name'] for row in found}
+
+    def missing_resource_classes(self, names):
+        names = set(names)
+        if not names:
+            return set()
+        found = self.engine.read(KNOWN_CLASSES, names=sorted(names))
+        return names - {row['name'] for row in found}

@@ -1,0 +1,79 @@
+"""The store port: the operations the API and domain need, nothing more.
+
+``Store`` is assembled from one mixin per resource, each keeping its Cypher
+beside it.  ``open_store(conf)`` picks the engine from ``[graph]
+connection``: Neo4j for bolt:// and neo4j:// URIs, an external FalkorDB for
+falkor:// or unix://, otherwise the embedded FalkorDB server.
+"""
+import atexit
+import urllib.parse
+
+import os_resource_classes
+import os_traits
+
+from tachyon_placement.graph import aggregates
+from tachyon_placement.graph import inventories
+from tachyon_placement.graph import providers
+from tachyon_placement.graph import resource_classes
+from tachyon_placement.graph import traits
+
+NEO4J_SCHEMES = ('bolt', 'bolt+s', 'bolt+ssc', 'neo4j', 'neo4j+s',
+                 'neo4j+ssc')
+
+
+class Store(resource_classes.ResourceClassStore,
+            traits.TraitStore,
+            providers.ProviderStore,
+            providers.NameCheckStore,
+            inventories.InventoryStore,
+            aggregates.AggregateStore):
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def sync(self):
+        """Idempotent start-up work: schema, standard classes and traits."""
+        self.engine.ensure_schema()
+        self.sync_resource_classes(os_resource_classes.STANDARDS)
+        self.sync_traits(os_traits.get_traits())
+
+    def close(self):
+        self.engine.close()
+
+
+def make_engine(conf):
+    uri = conf.graph.connection
+    if uri:
+        parsed = urllib.parse.urlparse(uri)
+        if parsed.scheme in NEO4J_SCHEMES:
+            from tachyon_placement.graph import neo4j_engine
+            return neo4j_engine.Neo4jEngine(
+                uri, username=conf.graph.username or parsed.username,
+                password=conf.graph.password or parsed.password,
+                database=conf.graph.database)
+        from tachyon_placement.graph import falkordb_engine
+        if parsed.scheme == 'unix':
+            return falkordb_engine.FalkorDBEngine(
+                conf.graph.database, unix_socket_path=parsed.path,
+                password=conf.graph.password)
+        if parsed.scheme in ('falkor', 'falkordb', 'redis'):
+            return falkordb_engine.FalkorDBEngine(
+                conf.graph.database, host=parsed.hostname, port=parsed.port,
+                password=conf.graph.password or parsed.password)
+        raise ValueError('Unsupported [graph] connection scheme: %s'
+                         % parsed.scheme)
+    from tachyon_placement.graph import falkordb_engine
+    from tachyon_placement.graph import falkordb_server
+    server = falkordb_server.EmbeddedServer(
+        conf.graph.data_dir, appendfsync=conf.graph.appendfsync)
+    socket_path = server.ensure_running()
+    atexit.register(server.release)
+    return falkordb_engine.FalkorDBEngine(
+        conf.graph.database, unix_socket_path=socket_path)
+
+
+def open_store(conf, sync=True):
+    store = Store(make_engine(conf))
+    if sync:
+        store.sync()
+    return store
