@@ -16,7 +16,9 @@ class FalkorDBEngine(engine.Engine):
     dialect = 'falkordb'
 
     def __init__(self, graph_name, unix_socket_path=None, host=None,
-                 port=None, password=None, on_close=None):
+                 port=None, password=None, revive=None):
+        """``revive`` restarts a dead embedded server (it is called once
+        when the connection fails, then the statement is retried)."""
         if unix_socket_path:
             self._db = falkordb.FalkorDB(unix_socket_path=unix_socket_path,
                                          password=password)
@@ -25,11 +27,28 @@ class FalkorDBEngine(engine.Engine):
                                          port=port or 6379,
                                          password=password)
         self._graph = self._db.select_graph(graph_name)
-        self._on_close = on_close
+        self._revive = revive
         self._closed = False
         self._lock = threading.Lock()
 
     def _run(self, statement, params, read_only):
+        try:
+            return self._run_once(statement, params, read_only)
+        except redis.exceptions.ConnectionError:
+            if not self._revive:
+                raise
+            # The embedded server died (crash, OOM kill): start it again
+            # from its append-only file.  A read is simply retried; a write
+            # may or may not have been applied before the connection broke,
+            # so it is reported, not repeated.
+            self._revive()
+            if not read_only:
+                raise engine.GraphError(
+                    '%s: connection to the graph engine was lost'
+                    % statement.name)
+            return self._run_once(statement, params, read_only)
+
+    def _run_once(self, statement, params, read_only):
         text = statement.text(self.dialect)
         try:
             if read_only:
@@ -40,6 +59,8 @@ class FalkorDBEngine(engine.Engine):
             if 'unique constraint violation' in str(exc):
                 raise engine.ConstraintViolation(str(exc)) from exc
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+        except redis.exceptions.ConnectionError:
+            raise
         except redis.exceptions.RedisError as exc:
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
         columns = [column[1] for column in result.header]
@@ -82,5 +103,3 @@ class FalkorDBEngine(engine.Engine):
             self._db.connection.close()
         except Exception:  # noqa: BLE001 - closing is best effort
             pass
-        if self._on_close:
-            self._on_close()

@@ -272,6 +272,7 @@ class EmbeddedServer(object):
             with self._locked():
                 sock = self._setup_socket_path()
                 self._register(me)
+                self._live_clients()  # prune registrations of dead pids
                 try:
                     self._ensure_locked(sock)
                 except BaseException:
@@ -564,7 +565,7 @@ class EmbeddedServer(object):
             proc = subprocess.Popen(
                 args, cwd=self.data_dir, stdin=subprocess.DEVNULL,
                 stdout=log_fd, stderr=subprocess.STDOUT, close_fds=True,
-                start_new_session=True)
+                start_new_session=True, umask=0o077)
         except OSError as e:
             raise EmbeddedServerError(
                 'Cannot run the embedded FalkorDB server %s: %s'

