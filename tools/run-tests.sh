@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Run the whole Tachyon test suite: the one command for a fresh machine that
+# has only python3 (Debian 12), and a quick one once everything is in place.
+#
+#   tools/run-tests.sh [pytest arguments...]
+#
+# It creates .venv in the repository if missing, installs the Python
+# requirements and the project (editable) into it, makes sure Node.js and
+# npm exist (from Debian's packages, as root) and installs the Cypher lint's
+# npm packages in tools/cypher-lint, then runs pytest on tachyon_placement/tests
+# (or on the paths given) and exits with pytest's status; "no tests
+# collected" (pytest's 5) is turned into a failure.
+#
+# Environment: PYTHON (interpreter for the venv, default python3),
+# TACHYON_VENV (default .venv), TACHYON_TEST_NEO4J_URI (also run against a
+# real Neo4j 5, passed through to the tests).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PYTHON="${PYTHON:-python3}"
+VENV="${TACHYON_VENV:-$ROOT/.venv}"
+LINT_DIR="$ROOT/tools/cypher-lint"
+MIN_NODE_MAJOR=18
+
+log() { echo "run-tests: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        die "need root to run: $*"
+    fi
+}
+
+APT_UPDATED=0
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || die "cannot install $*: no apt-get"
+    if [ "$APT_UPDATED" -eq 0 ]; then
+        log "apt-get update"
+        as_root apt-get update -qq >/dev/null
+        APT_UPDATED=1
+    fi
+    log "apt-get install $*"
+    as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+hash_files() {
+    # sha256 of the named files' contents plus any extra words given after --
+    local files=() extra=()
+    while [ $# -gt 0 ]; do
+        if [ "$1" = "--" ]; then shift; extra=("$@"); break; fi
+        files+=("$1"); shift
+    done
+    { cat "${files[@]}" 2>/dev/null; printf '%s\n' "${extra[@]}"; } \
+        | sha256sum | cut -d' ' -f1
+}
+
+# --- Python: .venv with the requirements and the project -------------------
+
+command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found"
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+    || die "Python >= 3.10 needed, $PYTHON is $("$PYTHON" --version 2>&1)"
+
+if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -c 'import sys' 2>/dev/null; then
+    log "$VENV is broken, recreating it"
+    rm -rf "$VENV"
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+    log "creating $VENV"
+    if ! "$PYTHON" -m venv "$VENV" >/dev/null 2>&1; then
+        # Debian's python3 ships venv/ensurepip separately.
+        rm -rf "$VENV"
+        py_minor="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+        apt_install python3-venv "python${py_minor}-venv" \
+            || apt_install python3-venv
+        "$PYTHON" -m venv "$VENV"
+    fi
+fi
+
+# pbr takes the version from git; without a commit (or without git) it needs
+# to be told.
+if ! git -C "$ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+    export PBR_VERSION="${PBR_VERSION:-0.1.0}"
+fi
+export SKIP_GENERATE_AUTHORS=1 SKIP_WRITE_GIT_CHANGELOG=1
+
+PY_STAMP_FILE="$VENV/.tachyon-deps-stamp"
+py_stamp="$(hash_files requirements.txt test-requirements.txt setup.cfg \
+    setup.py pyproject.toml -- "$ROOT" "$("$VENV/bin/python" --version 2>&1)")"
+if [ "$(cat "$PY_STAMP_FILE" 2>/dev/null)" != "$py_stamp" ]; then
+    log "installing Python requirements into $VENV"
+    export PIP_DISABLE_PIP_VERSION_CHECK=1
+    "$VENV/bin/python" -m pip install -q \
+        -r requirements.txt -r test-requirements.txt -e . \
+        || die "pip install failed"
+    echo "$py_stamp" > "$PY_STAMP_FILE"
+fi
+
+# --- Node.js: the Neo4j Cypher lint ------------------------------------------
+
+node_major() {
+    command -v node >/dev/null 2>&1 || { echo 0; return; }
+    node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0
+}
+if [ "$(node_major)" -lt "$MIN_NODE_MAJOR" ] || ! command -v npm >/dev/null 2>&1; then
+    log "Node.js >= $MIN_NODE_MAJOR and npm are needed for the Cypher lint"
+    apt_install nodejs npm
+    [ "$(node_major)" -ge "$MIN_NODE_MAJOR" ] \
+        || die "node $(node --version 2>/dev/null || echo missing) is too old"
+fi
+
+NODE_STAMP_FILE="$LINT_DIR/node_modules/.tachyon-stamp"
+node_stamp="$(hash_files "$LINT_DIR/package.json" "$LINT_DIR/package-lock.json" \
+    -- "$(node --version)")"
+if [ "$(cat "$NODE_STAMP_FILE" 2>/dev/null)" != "$node_stamp" ]; then
+    log "installing the Cypher lint's npm packages"
+    if [ -f "$LINT_DIR/package-lock.json" ]; then
+        npm_cmd=ci
+    else
+        npm_cmd=install
+    fi
+    (cd "$LINT_DIR" && npm "$npm_cmd" --no-audit --no-fund --loglevel=error) \
+        || die "npm $npm_cmd failed in $LINT_DIR"
+    echo "$node_stamp" > "$NODE_STAMP_FILE"
+fi
+
+# --- pytest --------------------------------------------------------------------
+
+# Run the whole suite unless a test path was given.
+default_paths=(tachyon_placement/tests)
+for arg in "$@"; do
+    case "$arg" in
+        -*) ;;
+        *) if [ -e "${arg%%::*}" ]; then default_paths=(); break; fi ;;
+    esac
+done
+
+set +e
+"$VENV/bin/python" -m pytest "${default_paths[@]}" "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+    log "pytest collected no tests: failing"
+    rc=1
+fi
+exit "$rc"
