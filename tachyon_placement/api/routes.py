@@ -4,6 +4,7 @@ A known URL requested with a method not listed here gets 405 with an Allow
 header, automatically (see app.make_mapper).
 """
 from tachyon_placement.api.handlers import aggregate
+from tachyon_placement.api.handlers import allocation
 from tachyon_placement.api.handlers import inventory
 from tachyon_placement.api.handlers import resource_class
 from tachyon_placement.api.handlers import resource_provider
@@ -50,6 +51,17 @@ ROUTES = {
     '/resource_providers/{uuid}/aggregates': {
         'GET': aggregate.get_aggregates,
         'PUT': aggregate.set_aggregates,
+    },
+    '/resource_providers/{uuid}/allocations': {
+        'GET': allocation.list_for_resource_provider,
+    },
+    '/allocations': {
+        'POST': allocation.set_allocations,
+    },
+    '/allocations/{consumer_uuid}': {
+        'GET': allocation.list_for_consumer,
+        'PUT': allocation.set_allocations_for_consumer,
+        'DELETE': allocation.delete_allocations,
     },
     '/traits': {
         'GET': trait.list_traits,

@@ -18,13 +18,19 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.providers',
     'tachyon_placement.graph.inventories',
     'tachyon_placement.graph.aggregates',
+    'tachyon_placement.graph.allocations',
 )
 
 
 class Statement:
-    __slots__ = ('name', 'common', 'neo4j', 'falkordb')
+    __slots__ = ('name', 'common', 'neo4j', 'falkordb', 'guarded')
 
-    def __init__(self, name, common=None, neo4j=None, falkordb=None):
+    def __init__(self, name, common=None, neo4j=None, falkordb=None,
+                 guarded=False):
+        """``guarded``: a write whose guard (generations) failed returns
+        no row, and then nothing it did may persist: engines with
+        multi-statement transactions roll back (FalkorDB's single query
+        has nothing to undo as long as the guard precedes every write)."""
         if name in _REGISTRY:
             raise ValueError('duplicate Cypher statement name %s' % name)
         if common is None and (neo4j is None or falkordb is None):
@@ -33,6 +39,7 @@ class Statement:
         self.common = common
         self.neo4j = neo4j
         self.falkordb = falkordb
+        self.guarded = guarded
         _REGISTRY[name] = self
 
     def text(self, dialect):

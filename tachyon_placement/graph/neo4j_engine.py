@@ -20,6 +20,10 @@ def _plain(value):
     return value
 
 
+class _GuardFailed(Exception):
+    """Raised inside a managed transaction to roll it back."""
+
+
 class Neo4jEngine(engine.Engine):
     dialect = 'neo4j'
 
@@ -33,10 +37,14 @@ class Neo4jEngine(engine.Engine):
                                     default_access_mode=access_mode)
 
     @staticmethod
-    def _work(text, params):
+    def _work(text, params, guarded=False):
         def run(tx):
-            return [{key: _plain(value) for key, value in record.items()}
+            rows = [{key: _plain(value) for key, value in record.items()}
                     for record in tx.run(text, params)]
+            if guarded and not rows:
+                # The guard failed: undo the lock-taking writes.
+                raise _GuardFailed()
+            return rows
         return run
 
     def _run(self, statement, params, read_only):
@@ -46,7 +54,10 @@ class Neo4jEngine(engine.Engine):
             with self._session(mode) as session:
                 if read_only:
                     return session.execute_read(self._work(text, params))
-                return session.execute_write(self._work(text, params))
+                return session.execute_write(
+                    self._work(text, params, statement.guarded))
+        except _GuardFailed:
+            return []
         except neo4j.exceptions.ConstraintError as exc:
             raise engine.ConstraintViolation(str(exc)) from exc
         except neo4j.exceptions.Neo4jError as exc:

@@ -11,6 +11,7 @@ import os_resource_classes
 import os_traits
 
 from tachyon_placement.graph import aggregates
+from tachyon_placement.graph import allocations
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import resource_classes
@@ -25,7 +26,8 @@ class Store(resource_classes.ResourceClassStore,
             providers.ProviderStore,
             providers.NameCheckStore,
             inventories.InventoryStore,
-            aggregates.AggregateStore):
+            aggregates.AggregateStore,
+            allocations.AllocationStore):
 
     def __init__(self, engine):
         self.engine = engine

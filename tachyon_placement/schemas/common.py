@@ -12,3 +12,4 @@ MAX_INT = 2147483647
 SQL_SP_FLOAT_MAX = 3.40282e+38
 
 UUID = {'type': 'string', 'format': 'uuid'}
+UUID_PATTERN = '^[0-9a-fA-F-]{36}$'

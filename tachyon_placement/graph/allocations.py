@@ -1,0 +1,211 @@
+"""Consumers and allocations.
+
+``(:Consumer {uuid, generation, project_id, user_id, consumer_type})``
+``-[:CONSUMES {resource_class, used, created_at, updated_at}]->``
+``(:ResourceProvider)``; the sum per provider and class is kept on the
+inventory edge as ``PROVIDES.used`` so capacity checks never aggregate.
+
+Every allocation write is the one guarded statement WRITE: it takes the
+write locks (Neo4j) on the guarded providers then consumers in uuid order,
+re-reads their generations, and writes only when all still match.
+"""
+from tachyon_placement.domain import allocations as domain
+from tachyon_placement.domain import models
+from tachyon_placement.graph import engine
+from tachyon_placement.graph.cypher import Statement
+
+CONSUMERS = Statement('alloc_consumers', common="""
+UNWIND $uuids AS consumer_uuid
+MATCH (c:Consumer {uuid: consumer_uuid})
+RETURN c {.uuid, .generation, .project_id, .user_id, .consumer_type} AS c,
+       [(c)-[a:CONSUMES]->(rp:ResourceProvider) |
+        {rp: rp.uuid, rc: a.resource_class, used: a.used}] AS allocations
+""")
+
+PROVIDERS = Statement('alloc_providers', common="""
+UNWIND $uuids AS rp_uuid
+MATCH (rp:ResourceProvider {uuid: rp_uuid})
+RETURN rp.uuid AS uuid, rp.generation AS generation,
+       [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
+        {resource_class: rc.name, total: inv.total, reserved: inv.reserved,
+         min_unit: inv.min_unit, max_unit: inv.max_unit,
+         step_size: inv.step_size, allocation_ratio: inv.allocation_ratio,
+         used: inv.used}] AS inventories
+""")
+
+FOR_CONSUMER = Statement('alloc_for_consumer', common="""
+MATCH (c:Consumer {uuid: $uuid})-[a:CONSUMES]->(rp:ResourceProvider)
+RETURN c {.uuid, .generation, .project_id, .user_id, .consumer_type} AS c,
+       rp.uuid AS rp, rp.generation AS generation,
+       a.resource_class AS rc, a.used AS used,
+       coalesce(a.updated_at, a.created_at) AS modified
+""")
+
+FOR_PROVIDER = Statement('alloc_for_provider', common="""
+MATCH (rp:ResourceProvider {uuid: $uuid})
+OPTIONAL MATCH (c:Consumer)-[a:CONSUMES]->(rp)
+RETURN rp.generation AS generation, c.uuid AS consumer,
+       c.generation AS consumer_generation,
+       a.resource_class AS rc, a.used AS used,
+       coalesce(a.updated_at, a.created_at) AS modified
+""")
+
+_LOCK = {'neo4j': 'SET {0}._lock = true', 'falkordb': ''}
+_UNLOCK = {'neo4j': 'REMOVE {0}._lock', 'falkordb': ''}
+
+_WRITE = """
+CALL {{
+  UNWIND $provider_guards AS guard
+  MATCH (rp:ResourceProvider {{uuid: guard.uuid}})
+  %(lock_rp)s
+  RETURN collect(CASE WHEN rp.generation = guard.generation
+                 THEN rp.uuid END) AS fresh_providers
+}}
+CALL {{
+  UNWIND $consumer_guards AS guard
+  OPTIONAL MATCH (c:Consumer {{uuid: guard.uuid}})
+  %(lock_c)s
+  RETURN collect(CASE WHEN (c IS NULL AND guard.generation IS NULL)
+                           OR c.generation = guard.generation
+                 THEN guard.uuid END) AS fresh_consumers
+}}
+WITH fresh_providers, fresh_consumers
+WHERE size(fresh_providers) = size($provider_guards)
+  AND size(fresh_consumers) = size($consumer_guards)
+CALL {{
+  UNWIND $consumer_guards AS guard
+  MATCH (:Consumer {{uuid: guard.uuid}})-[old:CONSUMES]->()
+  DELETE old
+}}
+CALL {{
+  UNWIND $consumers AS wanted
+  MERGE (c:Consumer {{uuid: wanted.uuid}})
+  ON CREATE SET c.created_at = timestamp(), c.generation = 0
+  SET c.generation = c.generation + wanted.increment,
+      c.project_id = wanted.project_id,
+      c.user_id = wanted.user_id,
+      c.consumer_type = CASE WHEN wanted.keep_type THEN c.consumer_type
+                        ELSE wanted.consumer_type END,
+      c.updated_at = timestamp()
+  %(unlock_c)s
+}}
+CALL {{
+  UNWIND $allocations AS alloc
+  MATCH (c:Consumer {{uuid: alloc.consumer}})
+  MATCH (rp:ResourceProvider {{uuid: alloc.rp}})
+  CREATE (c)-[:CONSUMES {{resource_class: alloc.rc, used: alloc.used,
+                          created_at: timestamp()}}]->(rp)
+}}
+CALL {{
+  UNWIND $deltas AS change
+  MATCH (:ResourceProvider {{uuid: change.rp}})-[inv:PROVIDES]->
+        (:ResourceClass {{name: change.rc}})
+  SET inv.used = coalesce(inv.used, 0) + change.delta
+}}
+CALL {{
+  UNWIND $provider_guards AS guard
+  MATCH (rp:ResourceProvider {{uuid: guard.uuid}})
+  SET rp.generation = rp.generation + 1, rp.updated_at = timestamp()
+  %(unlock_rp)s
+}}
+CALL {{
+  UNWIND $emptied AS gone_uuid
+  MATCH (gone:Consumer {{uuid: gone_uuid}})
+  DETACH DELETE gone
+}}
+RETURN size(fresh_providers) AS providers
+"""
+
+
+def _write_text(dialect):
+    return _WRITE.format() % {
+        'lock_rp': _LOCK[dialect].format('rp'),
+        'lock_c': _LOCK[dialect].format('c'),
+        'unlock_rp': _UNLOCK[dialect].format('rp'),
+        'unlock_c': _UNLOCK[dialect].format('c'),
+    }
+
+
+WRITE = Statement('alloc_write', neo4j=_write_text('neo4j'),
+                  falkordb=_write_text('falkordb'), guarded=True)
+
+
+def _inventory(data):
+    return models.Inventory(**{key: value for key, value in data.items()
+                               if value is not None})
+
+
+class AllocationStore:
+    """Mixin of Store: consumers and allocations."""
+
+    def consumer_states(self, uuids):
+        """{uuid: ConsumerState}, with a generation-None state for each
+        consumer that does not exist."""
+        states = {uuid: domain.ConsumerState(uuid) for uuid in uuids}
+        for row in self.engine.read(CONSUMERS, uuids=sorted(set(uuids))):
+            data = row['c']
+            allocations = {}
+            for alloc in row['allocations']:
+                allocations.setdefault(alloc['rp'], {})[alloc['rc']] = (
+                    alloc['used'])
+            states[data['uuid']] = domain.ConsumerState(
+                uuid=data['uuid'], generation=data['generation'],
+                project_id=data.get('project_id'),
+                user_id=data.get('user_id'),
+                consumer_type=data.get('consumer_type'),
+                allocations=allocations)
+        return states
+
+    def provider_states(self, uuids):
+        return {row['uuid']: domain.ProviderState(
+                    uuid=row['uuid'], generation=row['generation'],
+                    inventories={inv['resource_class']: _inventory(inv)
+                                 for inv in row['inventories']})
+                for row in self.engine.read(PROVIDERS,
+                                            uuids=sorted(set(uuids)))}
+
+    def write_allocations(self, plan):
+        """Apply a WritePlan; False when a guard failed (state changed)."""
+        try:
+            return bool(self.engine.write(WRITE, **plan.as_params()))
+        except engine.ConstraintViolation:
+            # Another writer created one of our new consumers first.
+            return False
+
+    def allocations_for_consumer(self, uuid):
+        """(ConsumerState or None, {rp: generation}, last modified)."""
+        rows = self.engine.read(FOR_CONSUMER, uuid=uuid)
+        if not rows:
+            return None, {}, None
+        data = rows[0]['c']
+        state = domain.ConsumerState(
+            uuid=data['uuid'], generation=data['generation'],
+            project_id=data.get('project_id'), user_id=data.get('user_id'),
+            consumer_type=data.get('consumer_type'))
+        generations = {}
+        for row in rows:
+            state.allocations.setdefault(row['rp'], {})[row['rc']] = (
+                row['used'])
+            generations[row['rp']] = row['generation']
+        modified = max((row['modified'] for row in rows
+                        if row['modified'] is not None), default=None)
+        return state, generations, models.from_millis(modified)
+
+    def allocations_for_provider(self, uuid):
+        """(generation, {consumer: {'resources', 'consumer_generation'}},
+        last modified), or None when the provider does not exist."""
+        rows = self.engine.read(FOR_PROVIDER, uuid=uuid)
+        if not rows:
+            return None
+        by_consumer = {}
+        for row in rows:
+            if row['consumer'] is None:
+                continue
+            entry = by_consumer.setdefault(row['consumer'], {
+                'resources': {},
+                'consumer_generation': row['consumer_generation']})
+            entry['resources'][row['rc']] = row['used']
+        modified = max((row['modified'] for row in rows
+                        if row['modified'] is not None), default=None)
+        return rows[0]['generation'], by_consumer, models.from_millis(
+            modified)

@@ -1,0 +1,141 @@
+"""Capacity arithmetic and write planning of allocations (no database)."""
+import pytest
+
+from tachyon_placement.domain import allocations as domain
+from tachyon_placement.domain import errors
+from tachyon_placement.domain import models
+
+
+def provider(uuid, generation=1, **classes):
+    return domain.ProviderState(uuid, generation, {
+        rc: models.Inventory(rc, **fields) for rc, fields in classes.items()})
+
+
+def request(uuid, allocations, consumer_type=None):
+    return domain.ConsumerRequest(uuid, 'project', 'user', allocations,
+                                  consumer_type)
+
+
+def plan(requests, providers, consumers=None, **kw):
+    states = {r.uuid: domain.ConsumerState(r.uuid) for r in requests}
+    states.update(consumers or {})
+    return domain.plan_write(requests, states,
+                             {p.uuid: p for p in providers}, **kw)
+
+
+def test_capacity_is_total_minus_reserved_times_ratio():
+    rp = provider('rp', VCPU=dict(total=8, reserved=2, allocation_ratio=2.0,
+                                  max_unit=12, used=10))
+    plan([request('c', {'rp': {'VCPU': 2}})], [rp])
+    with pytest.raises(domain.InvalidAllocation, match='exceed the capacity'):
+        plan([request('c', {'rp': {'VCPU': 3}})], [rp])
+
+
+def test_min_max_step_violations():
+    rp = provider('rp', DISK_GB=dict(total=100, min_unit=10, max_unit=50,
+                                     step_size=10))
+    for amount in (5, 60, 15):
+        with pytest.raises(domain.InvalidAllocation,
+                           match='violate inventory constraints'):
+            plan([request('c', {'rp': {'DISK_GB': amount}})], [rp])
+    plan([request('c', {'rp': {'DISK_GB': 20}})], [rp])
+
+
+def test_missing_inventory_names_classes_and_provider():
+    rp = provider('rp', VCPU=dict(total=8))
+    with pytest.raises(domain.InvalidAllocation,
+                       match="Inventory for 'DISK_GB' on resource provider "
+                             "'rp' invalid."):
+        plan([request('c', {'rp': {'DISK_GB': 1}})], [rp])
+
+
+def test_replacing_own_allocation_does_not_count_it_twice():
+    rp = provider('rp', VCPU=dict(total=4, used=4))
+    held = domain.ConsumerState('c', 3, 'project', 'user', None,
+                                {'rp': {'VCPU': 4}})
+    result = plan([request('c', {'rp': {'VCPU': 4}})], [rp], {'c': held})
+    assert result.deltas == []
+    assert result.consumer_guards == [{'uuid': 'c', 'generation': 3}]
+
+
+def test_moving_an_allocation_plans_deltas_and_guards_new_provider_only():
+    old = provider('old', 5, VCPU=dict(total=4, used=2))
+    new = provider('new', 7, VCPU=dict(total=4))
+    held = domain.ConsumerState('c', 1, 'p', 'u', None, {'old': {'VCPU': 2}})
+    result = plan([request('c', {'new': {'VCPU': 2}})], [old, new],
+                  {'c': held})
+    assert result.deltas == [{'rp': 'new', 'rc': 'VCPU', 'delta': 2},
+                             {'rp': 'old', 'rc': 'VCPU', 'delta': -2}]
+    assert result.provider_guards == [{'uuid': 'new', 'generation': 7}]
+    assert result.emptied == []
+
+
+def test_emptying_guards_held_providers_unless_delete():
+    rp = provider('rp', 2, VCPU=dict(total=4, used=1))
+    held = domain.ConsumerState('c', 1, 'p', 'u', None, {'rp': {'VCPU': 1}})
+    result = plan([request('c', {})], [rp], {'c': held})
+    assert result.emptied == ['c']
+    assert result.provider_guards == [{'uuid': 'rp', 'generation': 2}]
+    result = plan([request('c', {})], [rp], {'c': held}, bump_emptied=False)
+    assert result.provider_guards == []
+    assert result.deltas == [{'rp': 'rp', 'rc': 'VCPU', 'delta': -1}]
+
+
+def test_overcommitted_provider_accepts_a_write_that_reduces_overage():
+    # Inventory shrank under existing usage: 6 used of capacity 4.
+    rp = provider('rp', VCPU=dict(total=4, used=6))
+    held = domain.ConsumerState('c', 1, 'p', 'u', None, {'rp': {'VCPU': 6}})
+    plan([request('c', {'rp': {'VCPU': 5}})], [rp], {'c': held})
+    with pytest.raises(domain.InvalidAllocation):
+        plan([request('c', {'rp': {'VCPU': 7}})], [rp], {'c': held})
+
+
+def test_several_consumers_in_one_request_share_capacity():
+    rp = provider('rp', VCPU=dict(total=4))
+    with pytest.raises(domain.InvalidAllocation):
+        plan([request('a', {'rp': {'VCPU': 3}}),
+              request('b', {'rp': {'VCPU': 2}})], [rp])
+
+
+class FakeStore:
+    """Just enough of the store port for apply(): the write fails the
+    first ``conflicts`` times, as if another writer got in first."""
+
+    def __init__(self, conflicts):
+        self.conflicts = conflicts
+        self.writes = 0
+
+    def consumer_states(self, uuids):
+        return {uuid: domain.ConsumerState(uuid) for uuid in uuids}
+
+    def provider_states(self, uuids):
+        return {uuid: provider(uuid, VCPU=dict(total=4)) for uuid in uuids
+                if uuid == 'rp'}
+
+    def missing_resource_classes(self, names):
+        return set(names) - {'VCPU'}
+
+    def write_allocations(self, plan):
+        self.writes += 1
+        return self.writes > self.conflicts
+
+
+def test_apply_retries_generation_conflicts_then_gives_up():
+    store = FakeStore(conflicts=2)
+    domain.apply(store, [request('c', {'rp': {'VCPU': 1}})], retries=3)
+    assert store.writes == 3
+    with pytest.raises(errors.ConcurrentUpdate):
+        domain.apply(FakeStore(conflicts=5),
+                     [request('c', {'rp': {'VCPU': 1}})], retries=3)
+
+
+def test_apply_reports_missing_provider_class_and_stale_consumer():
+    with pytest.raises(domain.ProviderMissing):
+        domain.apply(FakeStore(0), [request('c', {'nope': {'VCPU': 1}})], 3)
+    with pytest.raises(domain.UnknownResourceClass):
+        domain.apply(FakeStore(0), [request('c', {'rp': {'CUSTOM_X': 1}})],
+                     3)
+    with pytest.raises(domain.ConsumerGenerationConflict,
+                       match='expected null but got 4'):
+        domain.apply(FakeStore(0), [request('c', {'rp': {'VCPU': 1}})], 3,
+                     client_generations={'c': 4})
