@@ -94,11 +94,20 @@ class RequestLog(request_id.RequestId):
         LOG.info('%(addr)s "%(method)s %(uri)s" status: %(status)s '
                  'len: %(len)s microversion: %(version)s',
                  {'addr': req.remote_addr or '-', 'method': req.method,
-                  'uri': req.path_qs, 'status': response.status_code,
+                  'uri': _uri(req.environ), 'status': response.status_code,
                   'len': response.content_length,
                   'version': req.environ.get(
                       microversion.MICROVERSION_ENVIRON, '-')})
         return response
+
+
+def _uri(environ):
+    # From the raw environ: servers do not all encode PATH_INFO the same
+    # way, and a log line must never fail a request.
+    uri = environ.get('SCRIPT_NAME', '') + environ.get('PATH_INFO', '')
+    if environ.get('QUERY_STRING'):
+        uri += '?' + environ['QUERY_STRING']
+    return uri
 
 
 class FaultWrapper:

@@ -209,3 +209,19 @@ class AllocationStore:
                         if row['modified'] is not None), default=None)
         return rows[0]['generation'], by_consumer, models.from_millis(
             modified)
+
+
+PROJECT_USAGE = Statement('alloc_project_usage', common="""
+MATCH (c:Consumer {project_id: $project_id})-[a:CONSUMES]->()
+WHERE $user_id IS NULL OR c.user_id = $user_id
+RETURN c.uuid AS consumer, c.consumer_type AS consumer_type,
+       a.resource_class AS resource_class, a.used AS used
+""")
+
+
+class UsageStore:
+    """Mixin of Store: allocation rows behind GET /usages."""
+
+    def project_usage_rows(self, project_id, user_id=None):
+        return self.engine.read(PROJECT_USAGE, project_id=project_id,
+                                user_id=user_id)

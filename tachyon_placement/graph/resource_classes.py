@@ -30,9 +30,9 @@ RETURN %s
 
 CREATE = Statement('rc_create', common="""
 OPTIONAL MATCH (existing:ResourceClass {name: $name})
-WITH existing WHERE existing IS NULL
+WITH count(existing) AS found WHERE found = 0
 OPTIONAL MATCH (custom:ResourceClass) WHERE custom.ordinal >= $first_custom
-WITH max(custom.ordinal) AS last
+WITH found, max(custom.ordinal) AS last
 CREATE (rc:ResourceClass {name: $name, standard: false,
                           ordinal: coalesce(last + 1, $first_custom),
                           created_at: timestamp()})

@@ -27,7 +27,8 @@ class Store(resource_classes.ResourceClassStore,
             providers.NameCheckStore,
             inventories.InventoryStore,
             aggregates.AggregateStore,
-            allocations.AllocationStore):
+            allocations.AllocationStore,
+            allocations.UsageStore):
 
     def __init__(self, engine):
         self.engine = engine
