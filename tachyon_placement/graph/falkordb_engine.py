@@ -73,6 +73,7 @@ class FalkorDBEngine(engine.Engine):
         return self._run(statement, params, read_only=False)
 
     def ensure_schema(self):
+        self.write(schema.REGISTER_RELATIONSHIP_TYPES)
         for label, prop, unique in schema.KEYS:
             try:
                 if unique:

@@ -35,4 +35,19 @@ SCHEMA = tuple(
               falkordb='CREATE INDEX FOR (n:%s) ON (n.%s)' % (label, prop))
     for label, prop, unique in KEYS)
 
+# Every relationship type of the model.  FalkorDB caches a query's plan on
+# first use, and a plan made while a relationship type did not exist yet
+# keeps returning nothing for it; so the engine registers them all up front.
+RELATIONSHIP_TYPES = ('PARENT_OF', 'PROVIDES', 'HAS_TRAIT', 'MEMBER_OF',
+                      'CONSUMES')
+
+REGISTER_RELATIONSHIP_TYPES = Statement(
+    'schema_relationship_types', common='''
+CREATE (a:SchemaProbe)
+CREATE (b:SchemaProbe)
+CREATE (a)-[:PARENT_OF]->(b), (a)-[:PROVIDES]->(b), (a)-[:HAS_TRAIT]->(b),
+       (a)-[:MEMBER_OF]->(b), (a)-[:CONSUMES]->(b)
+DETACH DELETE a, b
+''')
+
 DELETE_ALL = Statement('delete_all', common='MATCH (n) DETACH DELETE n')
