@@ -63,6 +63,9 @@ ROUTES = {
         'PUT': allocation.set_allocations_for_consumer,
         'DELETE': allocation.delete_allocations,
     },
+    '/usages': {
+        'GET': usage.get_total_usages,
+    },
     '/traits': {
         'GET': trait.list_traits,
     },

@@ -3,7 +3,10 @@ from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.domain import inventory as inventory_domain
+from tachyon_placement.domain import usages as usages_domain
 from tachyon_placement.policies import usage as policies
+from tachyon_placement.schemas import by_version
+from tachyon_placement.schemas import usage as usage_schema
 
 
 @wsgi.handler(accept=wsgi.JSON)
@@ -21,3 +24,23 @@ def list_provider_usages(req):
     return wsgi.json_response(
         req, {'resource_provider_generation': provider.generation,
               'usages': inventory_domain.usages(current)})
+
+
+@wsgi.handler(min_version='1.9', accept=wsgi.JSON)
+def get_total_usages(req):
+    """GET /usages?project_id=&user_id=[&consumer_type=] (1.38 groups by
+    consumer type and counts consumers)."""
+    project_id = req.GET.get('project_id')
+    user_id = req.GET.get('user_id')
+    req.context.can(policies.TOTAL_USAGES, target={'project_id': project_id})
+    req.validate_query(by_version(req, usage_schema.GET_USAGES))
+    rows = req.store.project_usage_rows(project_id, user_id)
+    if req.has('consumer_types'):
+        totals = usages_domain.by_consumer_type(
+            rows, req.GET.get('consumer_type'))
+        # An untyped consumer is grouped under null, as Placement does.
+        body = {'usages': {('null' if name is None else name): usage
+                           for name, usage in totals.items()}}
+    else:
+        body = {'usages': usages_domain.by_class(rows)}
+    return wsgi.json_response(req, body)
