@@ -5,7 +5,9 @@ header, automatically (see app.make_mapper).
 """
 from tachyon_placement.api.handlers import aggregate
 from tachyon_placement.api.handlers import allocation
+from tachyon_placement.api.handlers import allocation_candidate
 from tachyon_placement.api.handlers import inventory
+from tachyon_placement.api.handlers import reshaper
 from tachyon_placement.api.handlers import resource_class
 from tachyon_placement.api.handlers import resource_provider
 from tachyon_placement.api.handlers import root
@@ -58,6 +60,9 @@ ROUTES = {
     '/allocations': {
         'POST': allocation.set_allocations,
     },
+    '/allocation_candidates': {
+        'GET': allocation_candidate.list_allocation_candidates,
+    },
     '/allocations/{consumer_uuid}': {
         'GET': allocation.list_for_consumer,
         'PUT': allocation.set_allocations_for_consumer,
@@ -65,6 +70,9 @@ ROUTES = {
     },
     '/usages': {
         'GET': usage.get_total_usages,
+    },
+    '/reshaper': {
+        'POST': reshaper.reshape,
     },
     '/traits': {
         'GET': trait.list_traits,

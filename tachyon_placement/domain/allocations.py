@@ -189,6 +189,26 @@ class ConsumerGenerationConflict(errors.DomainError):
     """The client's consumer_generation is stale (409 in the API)."""
 
 
+def check_consumer_generations(consumers, client_generations):
+    """Microversion 1.28+: the client must know each consumer's current
+    generation (None for a consumer that does not exist yet)."""
+    for uuid, wanted in (client_generations or {}).items():
+        current = consumers[uuid].generation
+        if current != wanted:
+            raise ConsumerGenerationConflict(
+                'consumer generation conflict - expected %s but got %s'
+                % ('null' if current is None else current, wanted),
+                expected=current, got=wanted)
+
+
+def check_providers_exist(requested_rps, providers):
+    for rp in requested_rps:
+        if rp not in providers:
+            raise ProviderMissing(
+                "Allocation for resource provider '%s' that does not "
+                "exist." % rp, uuid=rp)
+
+
 def apply(store, requests, retries, client_generations=None,
           bump_emptied=True):
     """Read, check and write ``requests`` atomically, retrying when another
@@ -206,23 +226,11 @@ def apply(store, requests, retries, client_generations=None,
                          for rc in amounts}
     for _attempt in range(max(retries, 1)):
         consumers = store.consumer_states([r.uuid for r in requests])
-        if client_generations is not None:
-            for uuid, wanted in client_generations.items():
-                current = consumers[uuid].generation
-                if current != wanted:
-                    raise ConsumerGenerationConflict(
-                        'consumer generation conflict - expected %s but got '
-                        '%s' % ('null' if current is None else current,
-                                wanted),
-                        expected=current, got=wanted)
+        check_consumer_generations(consumers, client_generations)
         held_rps = {rp for state in consumers.values()
                     for rp in state.allocations}
         providers = store.provider_states(set(requested_rps) | held_rps)
-        for rp in requested_rps:
-            if rp not in providers:
-                raise ProviderMissing(
-                    "Allocation for resource provider '%s' that does not "
-                    "exist." % rp, uuid=rp)
+        check_providers_exist(requested_rps, providers)
         missing = store.missing_resource_classes(requested_classes)
         if missing:
             raise UnknownResourceClass(

@@ -19,8 +19,8 @@ def by_consumer_type(rows, consumer_type=None):
 
     ``all`` folds every consumer into one group; ``unknown`` keeps the
     consumers that have no type; another name keeps that type only; None
-    groups by type (an untyped consumer under None, rendered "null", as
-    Placement does).
+    groups by type (untyped consumers under None, which the API renders
+    as "unknown").
     """
     if consumer_type in ('all', 'unknown'):
         if consumer_type == 'unknown':

@@ -53,7 +53,8 @@ RETURN rp.generation AS generation, c.uuid AS consumer,
 _LOCK = {'neo4j': 'SET {0}._lock = true', 'falkordb': ''}
 _UNLOCK = {'neo4j': 'REMOVE {0}._lock', 'falkordb': ''}
 
-_WRITE = """
+# Take the locks (Neo4j) and check every generation the plan relies on.
+GUARDS = """
 CALL {{
   UNWIND $provider_guards AS guard
   MATCH (rp:ResourceProvider {{uuid: guard.uuid}})
@@ -69,9 +70,16 @@ CALL {{
                            OR c.generation = guard.generation
                  THEN guard.uuid END) AS fresh_consumers
 }}
-WITH fresh_providers, fresh_consumers
-WHERE size(fresh_providers) = size($provider_guards)
+"""
+
+GUARDS_HOLD = """
+size(fresh_providers) = size($provider_guards)
   AND size(fresh_consumers) = size($consumer_guards)
+"""
+
+# Replace the consumers' allocations, move usage by the planned deltas,
+# bump generations, drop consumers left with nothing.
+BODY = """
 CALL {{
   UNWIND $consumer_guards AS guard
   MATCH (:Consumer {{uuid: guard.uuid}})-[old:CONSUMES]->()
@@ -113,17 +121,29 @@ CALL {{
   MATCH (gone:Consumer {{uuid: gone_uuid}})
   DETACH DELETE gone
 }}
-RETURN size(fresh_providers) AS providers
 """
 
+_WRITE = (GUARDS + """
+WITH fresh_providers, fresh_consumers
+WHERE """ + GUARDS_HOLD + BODY + """
+RETURN size(fresh_providers) AS providers
+""")
 
-def _write_text(dialect):
-    return _WRITE.format() % {
+
+def locking(template, dialect):
+    """Fill the lock placeholders of a statement template for a dialect:
+    Neo4j takes write locks before reading generations, FalkorDB runs
+    writes one at a time and needs none."""
+    return template.format() % {
         'lock_rp': _LOCK[dialect].format('rp'),
         'lock_c': _LOCK[dialect].format('c'),
         'unlock_rp': _UNLOCK[dialect].format('rp'),
         'unlock_c': _UNLOCK[dialect].format('c'),
     }
+
+
+def _write_text(dialect):
+    return locking(_WRITE, dialect)
 
 
 WRITE = Statement('alloc_write', neo4j=_write_text('neo4j'),

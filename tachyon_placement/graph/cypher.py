@@ -19,6 +19,8 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.inventories',
     'tachyon_placement.graph.aggregates',
     'tachyon_placement.graph.allocations',
+    'tachyon_placement.graph.candidates',
+    'tachyon_placement.graph.reshaper',
 )
 
 

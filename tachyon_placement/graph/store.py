@@ -12,8 +12,10 @@ import os_traits
 
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
+from tachyon_placement.graph import candidates
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import providers
+from tachyon_placement.graph import reshaper
 from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import traits
 
@@ -28,7 +30,9 @@ class Store(resource_classes.ResourceClassStore,
             inventories.InventoryStore,
             aggregates.AggregateStore,
             allocations.AllocationStore,
-            allocations.UsageStore):
+            allocations.UsageStore,
+            candidates.CandidateStore,
+            reshaper.ReshapeStore):
 
     def __init__(self, engine):
         self.engine = engine

@@ -53,7 +53,7 @@ def list_for_resource_provider(req):
         last_modified=modified)
 
 
-def _consumer_request(req, consumer_uuid, data):
+def consumer_request(req, consumer_uuid, data):
     """One consumer's body (any microversion) -> ConsumerRequest."""
     allocations = data['allocations']
     if not req.has('allocations_dict'):
@@ -105,7 +105,7 @@ def set_allocations_for_consumer(req):
             'Malformed consumer_uuid: %s' % consumer_uuid)
     consumer_uuid = str(uuidlib.UUID(consumer_uuid))
     data = req.json_body(by_version(req, schema.PUT))
-    request = _consumer_request(req, consumer_uuid, data)
+    request = consumer_request(req, consumer_uuid, data)
     generations = None
     if req.has('consumer_generation'):
         generations = {consumer_uuid: data['consumer_generation']}
@@ -119,7 +119,7 @@ def set_allocations_for_consumer(req):
 def set_allocations(req):
     req.context.can(policies.ALLOC_MANAGE)
     data = req.json_body(by_version(req, schema.POST))
-    requests = [_consumer_request(req, consumer_uuid, body)
+    requests = [consumer_request(req, consumer_uuid, body)
                 for consumer_uuid, body in data.items()]
     generations = None
     if req.has('consumer_generation'):

@@ -38,8 +38,8 @@ def get_total_usages(req):
     if req.has('consumer_types'):
         totals = usages_domain.by_consumer_type(
             rows, req.GET.get('consumer_type'))
-        # An untyped consumer is grouped under null, as Placement does.
-        body = {'usages': {('null' if name is None else name): usage
+        # Consumers written before 1.38 have no type: "unknown".
+        body = {'usages': {('unknown' if name is None else name): usage
                            for name, usage in totals.items()}}
     else:
         body = {'usages': usages_domain.by_class(rows)}

@@ -1,0 +1,272 @@
+"""GET /allocation_candidates.
+
+Parse the request groups and request-wide parameters (with Placement's
+error texts, in Placement's order), ask the store to bound and load the
+trees that can take part, let ``domain.candidates`` search them, render.
+"""
+import re
+
+from tachyon_placement.api import errors
+from tachyon_placement.api import query
+from tachyon_placement.api import wsgi
+from tachyon_placement.domain import candidates as domain
+from tachyon_placement.policies import allocation_candidate as policies
+from tachyon_placement.schemas import allocation_candidate as schema
+from tachyon_placement.schemas import by_version
+from tachyon_placement.schemas import common
+
+_PREFIXES = '|'.join(('resources', 'required', 'member_of', 'in_tree'))
+_GROUP_KEY = re.compile(r'^(%s)(%s)?$' % (_PREFIXES, common.GROUP_PAT))
+_GROUP_KEY_1_33 = re.compile(r'^(%s)(%s)?$' % (_PREFIXES,
+                                               common.GROUP_PAT_1_33))
+
+
+def _request_wide(req):
+    wide = domain.RequestWide()
+    limits = req.GET.getall('limit')
+    if limits:
+        # The schema checked the form (of the last one); the first wins.
+        wide.limit = int(limits[0])
+    policies_given = req.GET.getall('group_policy')
+    if policies_given:
+        wide.group_policy = policies_given[0]
+    root_required = req.GET.getall('root_required')
+    if root_required:
+        if len(root_required) > 1:
+            raise errors.BadRequest(
+                "Query parameter 'root_required' may be specified only "
+                "once.", code=errors.ILLEGAL_DUPLICATE_QUERYPARAM)
+        any_of, forbidden = query.parse_traits(
+            root_required[0], allow_forbidden=True, allow_any=False)
+        required = {name for names in any_of for name in names}
+        conflicts = required & forbidden
+        if conflicts:
+            raise errors.BadRequest(
+                'Conflicting required and forbidden traits found in '
+                'root_required: %s' % ', '.join(sorted(conflicts)),
+                code=errors.QUERYPARAM_BAD_VALUE)
+        wide.root_required = required
+        wide.root_forbidden = forbidden
+    for value in req.GET.getall('same_subtree'):
+        suffixes = {part.strip() for part in value.split(',')}
+        if '' in suffixes:
+            raise errors.BadRequest(
+                'Empty string (unsuffixed group) can not be specified in '
+                '`same_subtree` ', code=errors.QUERYPARAM_BAD_VALUE)
+        wide.same_subtrees.append(suffixes)
+    return wide
+
+
+def _parse_groups(req):
+    """{suffix: RequestGroup}, in the order the keys first appear."""
+    pattern = _GROUP_KEY_1_33 if req.has('string_suffixes') else _GROUP_KEY
+    groups = {}
+    for key, value in req.GET.items():
+        match = pattern.match(key)
+        if not match:
+            continue
+        prefix, suffix = match.group(1), match.group(2) or ''
+        group = groups.get(suffix)
+        if group is None:
+            group = groups[suffix] = domain.RequestGroup(suffix=suffix)
+        if prefix == 'resources':
+            group.resources = query.parse_resources(value)
+        elif prefix == 'required':
+            group.required_traits, group.forbidden_traits = (
+                query.required_traits(req, suffix))
+        elif prefix == 'member_of':
+            group.member_of, group.forbidden_aggs = query.member_of(
+                req, suffix)
+        else:
+            group.in_tree = query.in_tree(value)
+    return groups
+
+
+def _check_resourceless(groups, wide):
+    """From 1.36 groups without resources are allowed in same_subtree."""
+    resourceless = [suffix for suffix, group in groups.items()
+                    if not group.resources]
+    if len(resourceless) == len(groups):
+        raise errors.BadRequest(
+            'There must be at least one resources or resources[$S] '
+            'parameter.', code=errors.QUERYPARAM_MISSING_VALUE)
+    in_subtrees = set().union(*wide.same_subtrees)
+    bad = [suffix for suffix in resourceless if suffix not in in_subtrees]
+    if bad:
+        raise errors.BadRequest(
+            'Resourceless suffixed group request should be specified in '
+            '`same_subtree` query param: bad group(s) - %s.' % bad,
+            code=errors.QUERYPARAM_BAD_VALUE)
+    bad = [suffix for suffix in sorted(in_subtrees) if suffix not in groups]
+    if bad:
+        raise errors.BadRequest(
+            'Real suffixes should be specified in `same_subtree`: %s not '
+            'found in %s.' % (bad, list(groups)),
+            code=errors.QUERYPARAM_BAD_VALUE)
+
+
+def _check_orphans(groups):
+    """Before 1.36 every group needs resources."""
+    orphans = ['required%s' % suffix for suffix, group in groups.items()
+               if group.required_traits and not group.resources]
+    if orphans:
+        raise errors.BadRequest(
+            'All traits parameters must be associated with resources.  '
+            'Found the following orphaned traits keys: %s'
+            % ', '.join(orphans))
+    orphans = ['member_of%s' % suffix for suffix, group in groups.items()
+               if not group.resources
+               and (group.member_of or group.forbidden_aggs)]
+    if orphans:
+        raise errors.BadRequest(
+            'All member_of parameters must be associated with resources. '
+            'Found the following orphaned member_of keys: %s'
+            % ', '.join(orphans))
+    if not all(group.resources for group in groups.values()):
+        raise errors.BadRequest('All request groups must specify resources.')
+    if not groups:
+        raise errors.BadRequest(
+            'At least one request group (`resources` or `resources{$S}`) '
+            'is required.')
+
+
+def _check_conflicts(groups):
+    conflicts = ['required%s: (%s)' % (suffix, ', '.join(sorted(any_of)))
+                 for suffix, group in groups.items()
+                 for any_of in group.required_traits
+                 if all(name in group.forbidden_traits for name in any_of)]
+    if conflicts:
+        raise errors.BadRequest(
+            'Conflicting required and forbidden traits found in the '
+            'following traits keys: %s' % ', '.join(sorted(conflicts)))
+
+
+def parse_request(req):
+    """(list of RequestGroup in request order, RequestWide)."""
+    wide = _request_wide(req)
+    groups = _parse_groups(req)
+    if req.has('same_subtree'):
+        _check_resourceless(groups, wide)
+    else:
+        _check_orphans(groups)
+    if req.has('forbidden_traits'):
+        _check_conflicts(groups)
+    if not wide.group_policy and sum(
+            1 for group in groups.values() if group.use_same_provider) > 1:
+        raise errors.BadRequest(
+            'The "group_policy" parameter is required when specifying more '
+            'than one "resources{N}" parameter.')
+    return list(groups.values()), wide
+
+
+def _settings(req):
+    conf = req.conf.placement
+    return domain.Settings(
+        max_candidates=conf.max_allocation_candidates,
+        strategy=conf.allocation_candidates_generation_strategy,
+        randomize=conf.randomize_allocation_candidates,
+        nested_aware=req.has('nested_candidates'))
+
+
+def find(req, groups, wide):
+    """The domain.Candidates for a parsed request."""
+    store = req.store
+    classes = {rc for group in groups for rc in group.resources}
+    traits = set(wide.root_required) | set(wide.root_forbidden)
+    for group in groups:
+        traits |= group.forbidden_traits
+        for any_of in group.required_traits:
+            traits |= any_of
+    unknown_classes = store.missing_resource_classes(classes)
+    unknown_traits = store.missing_traits(traits)
+    roots_of = store.tree_roots(
+        {group.in_tree for group in groups if group.in_tree})
+    in_tree_roots = {index: roots_of.get(group.in_tree)
+                     for index, group in enumerate(groups) if group.in_tree}
+
+    probes = domain.plan_probes(groups, wide, in_tree_roots)
+    selective = [probe for probe in probes if probe.selective]
+    resource_probes = [probe for probe in probes if not probe.selective]
+    rows = store.run_probes(selective) if selective else {}
+    bound = None
+    if not (unknown_classes or unknown_traits):
+        # With a name unknown the request fails or finds nothing; the
+        # resource probes then stay unbounded so the failure is the one
+        # Placement reports first.
+        bound = domain.candidate_roots(selective, rows)
+    if bound is not None and not bound:
+        rows.update({probe.key: [] for probe in resource_probes})
+    else:
+        rows.update(store.run_probes(resource_probes, roots=bound))
+
+    try:
+        viable = domain.check_request(groups, wide, unknown_classes,
+                                      unknown_traits, in_tree_roots,
+                                      probes, rows)
+    except domain.UnknownResourceClass as exc:
+        raise errors.BadRequest(
+            'Invalid resource class in resources parameter: No such '
+            'resource class %s.' % exc.name)
+    except domain.UnknownTrait as exc:
+        raise errors.BadRequest('No such trait(s): %s.' % exc.name)
+    if not viable:
+        return domain.empty()
+    roots = domain.candidate_roots(probes, rows)
+    if not roots:
+        return domain.empty()
+    snapshot = store.candidate_snapshot(roots)
+    return domain.find_candidates(snapshot, groups, wide, _settings(req),
+                                  in_tree_roots=in_tree_roots, anchors=roots)
+
+
+def _render_requests(req, requests):
+    if not req.has('allocations_dict'):
+        return [{'allocations': [
+                    {'resource_provider': {'uuid': rp_uuid},
+                     'resources': resources}
+                    for rp_uuid, resources in request.allocations.items()]}
+                for request in requests]
+    with_mappings = req.has('mappings')
+    rendered = []
+    for request in requests:
+        item = {'allocations': {rp_uuid: {'resources': resources}
+                                for rp_uuid, resources
+                                in request.allocations.items()}}
+        if with_mappings:
+            item['mappings'] = request.mappings
+        rendered.append(item)
+    return rendered
+
+
+def _render_summaries(req, summaries, groups):
+    every_class = req.has('all_inventories_in_summaries')
+    requested = {rc for group in groups for rc in group.resources}
+    with_traits = req.has('candidates_required')
+    with_tree = req.has('nested_candidates')
+    rendered = {}
+    for summary in summaries:
+        node = summary.provider
+        item = {'resources': {rc: dict(amounts) for rc, amounts
+                              in summary.resources.items()
+                              if every_class or rc in requested}}
+        if with_traits:
+            item['traits'] = list(summary.traits)
+        if with_tree:
+            item['parent_provider_uuid'] = node.parent_uuid
+            item['root_provider_uuid'] = node.root_uuid
+        rendered[node.uuid] = item
+    return rendered
+
+
+@wsgi.handler(min_version='1.10', accept=wsgi.JSON)
+def list_allocation_candidates(req):
+    req.context.can(policies.LIST)
+    req.validate_query(by_version(req, schema.GET))
+    groups, wide = parse_request(req)
+    result = find(req, groups, wide)
+    return wsgi.json_response(req, {
+        'allocation_requests': _render_requests(
+            req, result.allocation_requests),
+        'provider_summaries': _render_summaries(
+            req, result.provider_summaries, groups),
+    })

@@ -1,0 +1,874 @@
+"""Allocation candidates: the search behind GET /allocation_candidates.
+
+Pure functions, no I/O.  The store hands over a ``Snapshot`` of the provider
+trees that can take part in a request (whole trees: providers with parent,
+root, traits, aggregates and inventories including usage, plus the sharing
+providers reachable from them through aggregates) and this module finds the
+allocation requests exactly as Placement 16.0.0 defines them:
+
+* A request is a list of ``RequestGroup``.  The unsuffixed group may spread
+  its resources over the providers of one tree plus the sharing providers
+  (``MISC_SHARES_VIA_AGGREGATE``) associated with that tree by aggregate;
+  its traits are satisfied collectively by the providers that supply its
+  resources, its ``member_of`` by each provider or by the tree's root.
+  A suffixed group is satisfied by one provider on its own.
+* Every candidate is *anchored* at one root: a provider's own root, or for
+  a sharing provider also the root of any tree that has a member in one of
+  its aggregates.  All groups of a candidate share the anchor.
+* ``group_policy=isolate`` puts suffixed groups on distinct providers,
+  ``same_subtree`` requires one of the providers of the named groups to be
+  an ancestor of all of them, ``root_required`` filters anchors, amounts
+  that several groups take from one provider must fit together.
+
+Placement builds each group's candidates independently and then walks the
+cartesian product of them, which explodes on wide trees of identical
+children.  Here every group (and every resource class of the unsuffixed
+group) is a *slot*; per anchor a backtracking search assigns providers to
+slots, most constrained slot first, checking capacity, isolation and
+subtree constraints as soon as they can fail, and skipping a provider that
+is interchangeable with one that already failed at the same point (same
+parent, traits, aggregates, inventory and usage, not yet used by this
+candidate).  Results stream per anchor, depth-first or breadth-first, so a
+``limit`` stops the work early.
+"""
+import collections
+import dataclasses
+import itertools
+import random
+
+from tachyon_placement.domain import providers as provider_rules
+
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+DEPTH_FIRST = 'depth-first'
+BREADTH_FIRST = 'breadth-first'
+
+
+# ---------------------------------------------------------------------------
+# Request model
+
+
+@dataclasses.dataclass
+class RequestGroup:
+    """One request group; ``suffix`` '' is the unsuffixed group.
+
+    ``required_traits`` and ``member_of`` are lists of sets: every set must
+    be satisfied by any one of its members.
+    """
+    suffix: str = ''
+    resources: dict = dataclasses.field(default_factory=dict)
+    required_traits: list = dataclasses.field(default_factory=list)
+    forbidden_traits: set = dataclasses.field(default_factory=set)
+    member_of: list = dataclasses.field(default_factory=list)
+    forbidden_aggs: set = dataclasses.field(default_factory=set)
+    in_tree: str = None
+
+    @property
+    def use_same_provider(self):
+        return bool(self.suffix)
+
+
+@dataclasses.dataclass
+class RequestWide:
+    """The parameters that apply to the request as a whole."""
+    limit: int = None
+    group_policy: str = None
+    root_required: set = dataclasses.field(default_factory=set)
+    root_forbidden: set = dataclasses.field(default_factory=set)
+    same_subtrees: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Settings:
+    """``[placement]`` knobs and the microversion switch for nested trees."""
+    max_candidates: int = -1
+    strategy: str = DEPTH_FIRST
+    randomize: bool = False
+    nested_aware: bool = True
+    rng: random.Random = None
+
+
+# ---------------------------------------------------------------------------
+# Provider snapshot
+
+
+def int_capacity(inventory):
+    """The capacity Placement reports and checks merged amounts against."""
+    return int((inventory.total - inventory.reserved)
+               * inventory.allocation_ratio)
+
+
+class ProviderNode:
+    """A provider as the search sees it (filled in by ``Snapshot``)."""
+
+    __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
+                 'aggregates', 'inventories', 'sharing', 'ancestors',
+                 'sym_class', 'anchors')
+
+    def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
+                 traits=(), aggregates=(), inventories=None):
+        self.uuid = uuid
+        self.parent_uuid = parent_uuid
+        self.root_uuid = root_uuid or uuid
+        self.seq = seq if seq is not None else 0
+        self.traits = frozenset(traits)
+        self.aggregates = frozenset(aggregates)
+        # {resource class: models.Inventory, with ``used``}
+        self.inventories = dict(inventories or {})
+        self.sharing = SHARING_TRAIT in self.traits
+        self.ancestors = frozenset()
+        self.sym_class = None
+        self.anchors = ()
+
+    def __repr__(self):
+        return 'ProviderNode(%s)' % self.uuid
+
+
+class Snapshot:
+    """Whole provider trees, indexed for the search."""
+
+    def __init__(self, nodes):
+        nodes = list(nodes)
+        self.by_uuid = {node.uuid: node for node in nodes}
+        self.providers = sorted(nodes, key=lambda node: (node.seq,
+                                                         node.uuid))
+        has_children = {node.parent_uuid for node in nodes
+                        if node.parent_uuid}
+        members = collections.defaultdict(set)
+        for node in nodes:
+            for agg in node.aggregates:
+                members[agg].add(node.root_uuid)
+        for node in nodes:
+            node.ancestors = frozenset(self._lineage(node))
+            if node.parent_uuid and node.uuid not in has_children:
+                # Interchangeable leaves: swapping two of these (while the
+                # candidate being built uses neither) maps every solution
+                # onto another one.
+                node.sym_class = (
+                    node.parent_uuid, node.traits, node.aggregates,
+                    tuple(sorted((rc, inv.total, inv.reserved, inv.min_unit,
+                                  inv.max_unit, inv.step_size,
+                                  inv.allocation_ratio, inv.used)
+                                 for rc, inv in node.inventories.items())))
+            anchors = [node.root_uuid]
+            if node.sharing:
+                mates = set()
+                for agg in node.aggregates:
+                    mates |= members[agg]
+                mates.discard(node.root_uuid)
+                anchors += sorted(mates, key=self.root_key)
+            node.anchors = tuple(anchors)
+
+    def _lineage(self, node):
+        seen = set()
+        while node is not None and node.uuid not in seen:
+            seen.add(node.uuid)
+            node = self.by_uuid.get(node.parent_uuid)
+        return seen
+
+    def root_key(self, root_uuid):
+        root = self.by_uuid.get(root_uuid)
+        return (root.seq if root is not None else 0, root_uuid)
+
+    def __contains__(self, uuid):
+        return uuid in self.by_uuid
+
+
+# ---------------------------------------------------------------------------
+# Results
+
+
+@dataclasses.dataclass
+class AllocationRequest:
+    anchor: str
+    # {rp_uuid: {resource_class: amount}}, in request group order
+    allocations: dict
+    # {suffix: [rp_uuid, ...]}, in request group order
+    mappings: dict
+
+
+@dataclasses.dataclass
+class ProviderSummary:
+    provider: ProviderNode
+    # {resource_class: {'capacity': int, 'used': int}}
+    resources: dict
+    traits: list
+
+
+@dataclasses.dataclass
+class Candidates:
+    allocation_requests: list
+    provider_summaries: list
+
+
+def empty():
+    return Candidates([], [])
+
+
+# ---------------------------------------------------------------------------
+# Slots: what the search assigns a provider to
+
+
+class _Slot:
+    __slots__ = ('index', 'suffix', 'granular', 'resources', 'options',
+                 'subtrees')
+
+    def __init__(self, index, suffix, granular, resources):
+        self.index = index
+        self.suffix = suffix
+        self.granular = granular
+        self.resources = tuple(resources)      # ((rc, amount), ...)
+        self.options = collections.defaultdict(list)   # anchor -> [node]
+        self.subtrees = ()                     # same_subtree indexes
+
+
+def _all_of(required, present):
+    return all(any_of & present for any_of in required)
+
+
+def _anchor_filter(snapshot, wide):
+    required = frozenset(wide.root_required or ())
+    forbidden = frozenset(wide.root_forbidden or ())
+    if not (required or forbidden):
+        return lambda anchor: True
+    cache = {}
+
+    def allowed(anchor):
+        if anchor not in cache:
+            root = snapshot.by_uuid.get(anchor)
+            cache[anchor] = (root is not None and root.parent_uuid is None
+                             and required <= root.traits
+                             and not forbidden & root.traits)
+        return cache[anchor]
+    return allowed
+
+
+def _granular_slot(snapshot, index, group, tree_root, anchor_ok,
+                   allowed_anchors):
+    slot = _Slot(index, group.suffix, True, group.resources.items())
+    resources = tuple(group.resources.items())
+    for node in snapshot.providers:
+        if not _all_of(group.required_traits, node.traits):
+            continue
+        if group.forbidden_traits & node.traits:
+            continue
+        if not _all_of(group.member_of, node.aggregates):
+            continue
+        if group.forbidden_aggs & node.aggregates:
+            continue
+        if resources:
+            # in_tree only ever narrows groups that ask for resources.
+            if tree_root is not None and node.root_uuid != tree_root:
+                continue
+            if not all(provider_rules.has_capacity(
+                    node.inventories.get(rc), amount)
+                    for rc, amount in resources):
+                continue
+        for anchor in node.anchors:
+            if anchor in allowed_anchors and anchor_ok(anchor):
+                slot.options[anchor].append(node)
+    return slot
+
+
+def _unsuffixed_slots(snapshot, index, group, tree_root, anchor_ok,
+                      allowed_anchors):
+    members = None
+    if group.member_of:
+        members = {node.uuid for node in snapshot.providers
+                   if _all_of(group.member_of, node.aggregates)}
+    excluded = set()
+    if group.forbidden_aggs:
+        excluded = {node.uuid for node in snapshot.providers
+                    if group.forbidden_aggs & node.aggregates}
+    slots = []
+    for rc, amount in group.resources.items():
+        slot = _Slot(index, '', False, ((rc, amount),))
+        for node in snapshot.providers:
+            if not provider_rules.has_capacity(node.inventories.get(rc),
+                                               amount):
+                continue
+            # A provider with a forbidden trait can be in no combination.
+            if group.forbidden_traits & node.traits:
+                continue
+            if group.in_tree is not None and node.root_uuid != tree_root:
+                continue
+            anchors = node.anchors
+            if not node.sharing or group.in_tree is not None or (
+                    members is not None and node.uuid not in members):
+                # Only a sharing provider (itself in the requested
+                # aggregates, without in_tree) reaches other trees.
+                anchors = anchors[:1]
+            for anchor in anchors:
+                if anchor not in allowed_anchors or not anchor_ok(anchor):
+                    continue
+                if members is not None and not (
+                        node.uuid in members or anchor in members):
+                    continue
+                if node.uuid in excluded or anchor in excluded:
+                    continue
+                slot.options[anchor].append(node)
+        slots.append(slot)
+    return slots
+
+
+class _Everything:
+    def __contains__(self, item):
+        return True
+
+
+# ---------------------------------------------------------------------------
+# The per-anchor search
+
+
+class _AnchorSearch:
+    """Backtracking over the slots of one anchor.
+
+    ``run()`` yields one tuple of providers (indexed like ``slots``) per
+    valid candidate.
+    """
+
+    def __init__(self, anchor, slots, plan, rng=None):
+        self.anchor = anchor
+        self.slots = slots
+        self.plan = plan
+        options = {}
+        for slot in slots:
+            choices = list(slot.options.get(anchor, ()))
+            if rng is not None:
+                rng.shuffle(choices)
+            options[slot.index] = choices
+        self.options = options
+        # Most constrained slot first; ties keep request order.
+        self.order = sorted(
+            slots, key=lambda slot: (len(options[slot.index]), slot.index))
+        position = {slot.index: depth
+                    for depth, slot in enumerate(self.order)}
+        self.subtree_checks = collections.defaultdict(list)
+        for number, members in enumerate(plan.subtree_slots):
+            last = max(position[index] for index in members)
+            self.subtree_checks[last].append(members)
+        unsuffixed = [position[slot.index] for slot in slots
+                      if not slot.granular]
+        self.traits_check_at = max(unsuffixed) if (
+            unsuffixed and plan.unsuffixed_required) else None
+        self.assignment = [None] * len(slots)
+        self.usage = collections.Counter()
+        self.refs = collections.Counter()
+        self.isolated = set()
+        self.root_owner = {}
+        self.subtree_root = {}
+        self.found = 0
+
+    # -- feasibility before searching ------------------------------------
+
+    def plausible(self):
+        options = self.options
+        if any(not options[slot.index] for slot in self.slots):
+            return False
+        plan = self.plan
+        if plan.unsuffixed_required:
+            offered = set()
+            for slot in self.slots:
+                if not slot.granular:
+                    for node in options[slot.index]:
+                        offered |= node.traits
+            if not _all_of(plan.unsuffixed_required, offered):
+                return False
+        if plan.isolate:
+            granular = [slot for slot in self.slots
+                        if slot.granular]
+            distinct = set()
+            for slot in granular:
+                distinct.update(node.uuid for node in options[slot.index])
+            if len(distinct) < len(granular):
+                return False
+        # Each class requested by several slots must fit in the sum of
+        # what the providers that could serve it have left.
+        for rc, total in plan.shared_classes.items():
+            nodes = {}
+            for slot in self.slots:
+                if any(name == rc for name, _ in slot.resources):
+                    for node in options[slot.index]:
+                        nodes[node.uuid] = node
+            free = sum(int_capacity(node.inventories[rc])
+                       - node.inventories[rc].used
+                       for node in nodes.values())
+            if free < total:
+                return False
+        return True
+
+    # -- state changes ----------------------------------------------------
+
+    def _assign(self, slot, node):
+        usage = self.usage
+        for rc, amount in slot.resources:
+            inventory = node.inventories[rc]
+            merged = usage[(node.uuid, rc)] + amount
+            if (inventory.used + merged > int_capacity(inventory)
+                    or merged > inventory.max_unit):
+                return False
+        plan = self.plan
+        if plan.isolate and slot.granular and node.uuid in self.isolated:
+            return False
+        if plan.exclude_nested and slot.resources:
+            owner = self.root_owner.get(node.root_uuid)
+            if owner is not None and owner[0] != node.uuid:
+                return False
+        for number in slot.subtrees:
+            root = self.subtree_root.get(number)
+            if root is not None and root[0] != node.root_uuid:
+                return False
+        # Commit.
+        for rc, amount in slot.resources:
+            usage[(node.uuid, rc)] += amount
+        if plan.isolate and slot.granular:
+            self.isolated.add(node.uuid)
+        if plan.exclude_nested and slot.resources:
+            owner = self.root_owner.get(node.root_uuid)
+            self.root_owner[node.root_uuid] = (
+                node.uuid, (owner[1] if owner else 0) + 1)
+        for number in slot.subtrees:
+            root = self.subtree_root.get(number)
+            self.subtree_root[number] = (
+                node.root_uuid, (root[1] if root else 0) + 1)
+        self.refs[node.uuid] += 1
+        self.assignment[slot.index] = node
+        return True
+
+    def _unassign(self, slot, node):
+        usage = self.usage
+        for rc, amount in slot.resources:
+            key = (node.uuid, rc)
+            usage[key] -= amount
+            if not usage[key]:
+                del usage[key]
+        plan = self.plan
+        if plan.isolate and slot.granular:
+            self.isolated.discard(node.uuid)
+        if plan.exclude_nested and slot.resources:
+            owner = self.root_owner[node.root_uuid]
+            if owner[1] == 1:
+                del self.root_owner[node.root_uuid]
+            else:
+                self.root_owner[node.root_uuid] = (owner[0], owner[1] - 1)
+        for number in slot.subtrees:
+            root = self.subtree_root[number]
+            if root[1] == 1:
+                del self.subtree_root[number]
+            else:
+                self.subtree_root[number] = (root[0], root[1] - 1)
+        self.refs[node.uuid] -= 1
+        if not self.refs[node.uuid]:
+            del self.refs[node.uuid]
+        self.assignment[slot.index] = None
+
+    def _complete_checks(self, depth):
+        assignment = self.assignment
+        for members in self.subtree_checks.get(depth, ()):
+            if not same_subtree({assignment[index] for index in members}):
+                return False
+        if depth == self.traits_check_at:
+            offered = set()
+            for slot in self.slots:
+                if not slot.granular:
+                    offered |= assignment[slot.index].traits
+            if not _all_of(self.plan.unsuffixed_required, offered):
+                return False
+        return True
+
+    # -- the search -------------------------------------------------------
+
+    def run(self):
+        return self._extend(0)
+
+    def _extend(self, depth):
+        if depth == len(self.order):
+            self.found += 1
+            yield tuple(self.assignment)
+            return
+        slot = self.order[depth]
+        failed = set()
+        for node in self.options[slot.index]:
+            sym = None
+            if (node.sym_class is not None and node.uuid not in self.refs
+                    and node.uuid != self.anchor):
+                sym = node.sym_class
+                if sym in failed:
+                    continue
+            if not self._assign(slot, node):
+                continue
+            before = self.found
+            if self._complete_checks(depth):
+                yield from self._extend(depth + 1)
+            self._unassign(slot, node)
+            if sym is not None and self.found == before:
+                failed.add(sym)
+
+
+def same_subtree(nodes):
+    """True when one of ``nodes`` is an ancestor (or self) of all."""
+    nodes = set(nodes)
+    if len(nodes) <= 1:
+        return True
+    common = frozenset.intersection(*(node.ancestors for node in nodes))
+    return any(node.uuid in common for node in nodes)
+
+
+@dataclasses.dataclass
+class _Plan:
+    isolate: bool
+    exclude_nested: bool
+    unsuffixed_required: list
+    subtree_slots: list          # [[slot index, ...] per same_subtree]
+    shared_classes: dict         # {rc: total} for classes in >1 slot
+
+
+def _roundrobin(iterables):
+    active = collections.deque(iter(iterable) for iterable in iterables)
+    while active:
+        iterator = active.popleft()
+        try:
+            item = next(iterator)
+        except StopIteration:
+            continue
+        yield item
+        active.append(iterator)
+
+
+def _materialize(slots, anchor, assignment):
+    allocations = {}
+    mappings = {}
+    for slot in slots:
+        node = assignment[slot.index]
+        if slot.resources:
+            amounts = allocations.setdefault(node.uuid, {})
+            for rc, amount in slot.resources:
+                amounts[rc] = amounts.get(rc, 0) + amount
+        mapped = mappings.setdefault(slot.suffix, [])
+        if node.uuid not in mapped:
+            mapped.append(node.uuid)
+    return AllocationRequest(anchor=anchor, allocations=allocations,
+                             mappings=mappings)
+
+
+def _identity(request):
+    return (frozenset((rp, rc, amount)
+                      for rp, amounts in request.allocations.items()
+                      for rc, amount in amounts.items()),
+            frozenset((suffix, frozenset(rps))
+                      for suffix, rps in request.mappings.items()))
+
+
+def find_candidates(snapshot, groups, wide, settings=None,
+                    in_tree_roots=None, anchors=None):
+    """Allocation candidates for ``groups`` (request order) on ``snapshot``.
+
+    ``in_tree_roots``: {group index: root uuid of its in_tree provider};
+    the caller returns no candidates when such a provider does not exist.
+    ``anchors``: optional set of root uuids outside which no candidate can
+    be anchored (what the store's probes proved).
+    """
+    settings = settings or Settings()
+    in_tree_roots = in_tree_roots or {}
+    allowed = _Everything() if anchors is None else set(anchors)
+    rng = None
+    if settings.randomize:
+        rng = settings.rng or random.Random()
+
+    anchor_ok = _anchor_filter(snapshot, wide)
+    slots = []
+    for index, group in enumerate(groups):
+        tree_root = in_tree_roots.get(index)
+        if group.in_tree is not None and tree_root is None:
+            return empty()
+        if group.use_same_provider:
+            made = [_granular_slot(snapshot, len(slots), group, tree_root,
+                                   anchor_ok, allowed)]
+        else:
+            made = _unsuffixed_slots(snapshot, len(slots), group, tree_root,
+                                     anchor_ok, allowed)
+            for offset, slot in enumerate(made):
+                slot.index = len(slots) + offset
+        slots.extend(made)
+    if not slots:
+        return empty()
+
+    slots_by_suffix = collections.defaultdict(list)
+    for slot in slots:
+        slots_by_suffix[slot.suffix].append(slot.index)
+    subtree_slots = []
+    for number, suffixes in enumerate(wide.same_subtrees or ()):
+        members = sorted({index for suffix in suffixes
+                          for index in slots_by_suffix.get(suffix, ())})
+        if len(members) < 2:
+            continue
+        subtree_slots.append(members)
+        for index in members:
+            slots[index].subtrees += (len(subtree_slots) - 1,)
+    totals = collections.Counter()
+    counts = collections.Counter()
+    for slot in slots:
+        for rc, amount in slot.resources:
+            totals[rc] += amount
+            counts[rc] += 1
+    unsuffixed = [group for group in groups if not group.use_same_provider]
+    exclude_nested = not settings.nested_aware
+    plan = _Plan(
+        isolate=wide.group_policy == 'isolate',
+        # Placement counts max_allocation_candidates before it drops the
+        # nested candidates of old microversions; keep that order when a
+        # maximum is set, otherwise prune them during the search.
+        exclude_nested=exclude_nested and settings.max_candidates < 0,
+        unsuffixed_required=(unsuffixed[0].required_traits
+                             if unsuffixed else []),
+        subtree_slots=subtree_slots,
+        shared_classes={rc: totals[rc] for rc in totals if counts[rc] > 1})
+
+    candidate_anchors = set(slots[0].options)
+    for slot in slots[1:]:
+        candidate_anchors &= set(slot.options)
+    ordered = sorted(candidate_anchors, key=snapshot.root_key)
+    if rng is not None:
+        rng.shuffle(ordered)
+
+    def searches():
+        for anchor in ordered:
+            search = _AnchorSearch(anchor, slots, plan, rng=rng)
+            if search.plausible():
+                yield search
+
+    def stream(search):
+        for assignment in search.run():
+            yield search.anchor, assignment
+
+    if settings.strategy == BREADTH_FIRST:
+        produced = _roundrobin(stream(search) for search in searches())
+    else:
+        produced = itertools.chain.from_iterable(
+            stream(search) for search in searches())
+
+    limit = wide.limit
+    # Old microversions list only the providers of the surviving requests
+    # in the summaries, counted before the limit: enumerate everything.
+    stop_at = limit if (limit and settings.nested_aware) else None
+    maximum = settings.max_candidates
+    results = []
+    seen = set()
+    generated = 0
+    for anchor, assignment in produced:
+        request = _materialize(slots, anchor, assignment)
+        if all(node.sharing for node in assignment):
+            # Only candidates made of sharing providers alone can come out
+            # of several anchors.
+            identity = _identity(request)
+            if identity in seen:
+                continue
+            seen.add(identity)
+        generated += 1
+        if not (exclude_nested and _nested(snapshot, request)):
+            results.append(request)
+        if maximum >= 0 and generated >= maximum:
+            break
+        if stop_at is not None and len(results) >= stop_at:
+            break
+
+    everything = results
+    if limit and limit < len(results):
+        results = (rng.sample(results, limit) if rng is not None
+                   else results[:limit])
+    elif rng is not None:
+        rng.shuffle(results)
+    return Candidates(
+        allocation_requests=results,
+        provider_summaries=_summaries(snapshot, results, everything,
+                                      settings.nested_aware))
+
+
+def _nested(snapshot, request):
+    roots = [snapshot.by_uuid[rp].root_uuid for rp in request.allocations]
+    return len(roots) != len(set(roots))
+
+
+def _summaries(snapshot, results, everything, nested_aware):
+    roots = {snapshot.by_uuid[rp].root_uuid
+             for request in results for rp in request.allocations}
+    if nested_aware:
+        chosen = [node for node in snapshot.providers
+                  if node.root_uuid in roots]
+    else:
+        used = {rp for request in everything for rp in request.allocations}
+        chosen = [node for node in snapshot.providers
+                  if node.uuid in used and node.root_uuid in roots]
+    return [summarize(node) for node in chosen]
+
+
+def summarize(node):
+    resources = {
+        rc: {'capacity': int_capacity(inventory), 'used': inventory.used}
+        for rc, inventory in sorted(node.inventories.items())}
+    traits = sorted(node.traits,
+                    key=lambda name: (name.startswith('CUSTOM_'), name))
+    return ProviderSummary(provider=node, resources=resources, traits=traits)
+
+
+# ---------------------------------------------------------------------------
+# Narrowing the search space before loading trees (pure planning; the
+# store runs the probes)
+
+
+@dataclasses.dataclass
+class Probe:
+    """A cheap question to the graph whose answer bounds the anchors.
+
+    ``kind`` 'rc': providers with room for ``amount`` of ``rc`` (in the tree
+    of ``root`` when set); 'traits': providers with any of ``names``
+    (``roots_only``: root providers); 'aggs': providers in any of
+    ``names``.  Each matching provider can anchor a candidate at its root
+    and, when it shares, at the roots of its aggregate mates.
+    """
+    key: str
+    kind: str
+    group: int = None
+    rc: str = None
+    amount: int = 0
+    root: str = None
+    names: tuple = ()
+    roots_only: bool = False
+
+    @property
+    def selective(self):
+        return self.kind != 'rc'
+
+    def as_params(self):
+        return {'key': self.key, 'rc': self.rc, 'amount': self.amount,
+                'root': self.root, 'names': list(self.names),
+                'roots_only': self.roots_only}
+
+
+@dataclasses.dataclass
+class ProbeRow:
+    uuid: str
+    root_uuid: str
+    anchors: tuple = ()   # aggregate mates' roots, for sharing providers
+
+
+def plan_probes(groups, wide, in_tree_roots=None):
+    in_tree_roots = in_tree_roots or {}
+    probes = []
+    for name in sorted(wide.root_required or ()):
+        probes.append(Probe(key='root:%s' % name, kind='traits',
+                            names=(name,), roots_only=True))
+    for index, group in enumerate(groups):
+        for number, any_of in enumerate(group.required_traits):
+            probes.append(Probe(key='g%d:t%d' % (index, number),
+                                kind='traits', group=index,
+                                names=tuple(sorted(any_of))))
+        for number, any_of in enumerate(group.member_of):
+            probes.append(Probe(key='g%d:a%d' % (index, number),
+                                kind='aggs', group=index,
+                                names=tuple(sorted(any_of))))
+        for rc, amount in group.resources.items():
+            probes.append(Probe(key='g%d:r:%s' % (index, rc), kind='rc',
+                                group=index, rc=rc, amount=amount,
+                                root=in_tree_roots.get(index)))
+    return probes
+
+
+def _probe_anchors(probe, rows):
+    anchors = set()
+    for row in rows:
+        if probe.roots_only:
+            anchors.add(row.uuid)
+        else:
+            anchors.add(row.root_uuid)
+            anchors.update(row.anchors)
+    return anchors
+
+
+def group_anchors(probes, rows_by_key):
+    """{group index (None: request wide): anchors allowed by its probes}.
+
+    A group without probes is absent (it does not narrow anything).
+    """
+    bounds = {}
+    for probe in probes:
+        anchors = _probe_anchors(probe, rows_by_key.get(probe.key, ()))
+        if probe.group in bounds:
+            bounds[probe.group] &= anchors
+        else:
+            bounds[probe.group] = anchors
+    return bounds
+
+
+def candidate_roots(probes, rows_by_key):
+    """The anchors every probed group allows, or None when no probe ran."""
+    bounds = group_anchors(probes, rows_by_key)
+    if not bounds:
+        return None
+    return set.intersection(*bounds.values())
+
+
+# ---------------------------------------------------------------------------
+# Placement's order of failures
+
+
+class UnknownResourceClass(Exception):
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+class UnknownTrait(Exception):
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+def check_request(groups, wide, unknown_classes, unknown_traits,
+                  in_tree_roots, probes, rows_by_key):
+    """Raise what Placement raises first; False when it would find nothing.
+
+    Placement validates names while it searches, group after group, and
+    stops at the first group without candidates: a later group's unknown
+    trait then goes unnoticed.  The probes tell which groups match nothing
+    at all.
+    """
+    for name in sorted(wide.root_required or ()):
+        if name in unknown_traits:
+            raise UnknownTrait(name)
+    for name in sorted(wide.root_forbidden or ()):
+        if name in unknown_traits:
+            raise UnknownTrait(name)
+    bounds = group_anchors(probes, rows_by_key)
+    if wide.root_required and not bounds.get(None):
+        return False
+    by_group = collections.defaultdict(list)
+    for probe in probes:
+        by_group[probe.group].append(probe)
+    for index, group in enumerate(groups):
+        for rc in group.resources:
+            if rc in unknown_classes:
+                raise UnknownResourceClass(rc)
+        if group.member_of:
+            members = None
+            for probe in by_group[index]:
+                if probe.kind != 'aggs':
+                    continue
+                found = {row.uuid for row in rows_by_key.get(probe.key, ())}
+                members = found if members is None else members & found
+            if not members:
+                return False
+        for any_of in group.required_traits:
+            for name in sorted(any_of):
+                if name in unknown_traits:
+                    raise UnknownTrait(name)
+        for name in sorted(group.forbidden_traits):
+            if name in unknown_traits:
+                raise UnknownTrait(name)
+        if group.in_tree is not None and in_tree_roots.get(index) is None:
+            return False
+        for probe in by_group[index]:
+            if probe.kind == 'rc' and not rows_by_key.get(probe.key):
+                return False
+        if index in bounds and not bounds[index]:
+            return False
+    return True
