@@ -18,14 +18,15 @@ def free_port():
 class ServedPlacement:
     """The API served by its console script with a config of its own."""
 
-    def __init__(self, workdir, extra_conf=''):
+    def __init__(self, workdir, extra_conf='', appendfsync='everysec'):
         self.workdir = str(workdir)
         self.port = free_port()
         self.config = os.path.join(self.workdir, 'placement.conf')
+        self.data_dir = os.path.join(self.workdir, 'graph')
         with open(self.config, 'w') as out:
             out.write('[api]\nauth_strategy = noauth2\n'
-                      '[graph]\ndata_dir = %s\nappendfsync = everysec\n%s'
-                      % (os.path.join(self.workdir, 'graph'), extra_conf))
+                      '[graph]\ndata_dir = %s\nappendfsync = %s\n%s'
+                      % (self.data_dir, appendfsync, extra_conf))
         self.process = None
 
     @property
@@ -56,6 +57,11 @@ class ServedPlacement:
             else:
                 self.process.send_signal(sig)
             self.process.wait(timeout=30)
+
+    def engine_pid(self):
+        """Pid of the embedded FalkorDB server (see falkordb_server)."""
+        with open(os.path.join(self.data_dir, 'server.pid')) as pid_file:
+            return int(pid_file.read().split()[0])
 
     def log_tail(self):
         with open(os.path.join(self.workdir, 'api.log'), 'rb') as log:

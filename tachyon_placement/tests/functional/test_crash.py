@@ -1,0 +1,102 @@
+"""Kill -9 the service and its engine in the middle of allocation writes.
+
+After a restart every write that was acknowledged with a 2xx is there,
+every write is either wholly applied or not at all (each claim spans two
+providers), and usages equal the sum of allocations.
+"""
+import os
+import signal
+import threading
+import time
+import uuid as uuidlib
+
+from tachyon_placement.tests.functional import served
+
+WRITERS = 6
+
+
+def _allocations_of(api, consumer):
+    status, body = api.request('GET', '/allocations/%s' % consumer)
+    assert status == 200, body
+    return {rp: alloc['resources']
+            for rp, alloc in body['allocations'].items()}
+
+
+def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path):
+    api = served.ServedPlacement(tmp_path, appendfsync='always').start()
+    providers = []
+    for number in range(2):
+        status, body = api.request('POST', '/resource_providers',
+                                   {'name': 'crash%d' % number})
+        assert status == 200, body
+        providers.append(body['uuid'])
+        status, body = api.request(
+            'PUT', '/resource_providers/%s/inventories' % body['uuid'],
+            {'resource_provider_generation': 0,
+             'inventories': {'VCPU': {'total': 100000,
+                                      'max_unit': 100000}}})
+        assert status == 200, body
+
+    acknowledged = {}
+    attempted = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def writer(number):
+        sequence = 0
+        while not stop.is_set():
+            sequence += 1
+            consumer = str(uuidlib.uuid4())
+            wanted = {providers[0]: {'VCPU': 1 + sequence % 3},
+                      providers[1]: {'VCPU': 1 + number}}
+            with lock:
+                attempted[consumer] = wanted
+            try:
+                status, _body = api.request('PUT', '/allocations/%s'
+                                            % consumer, {
+                    'allocations': {rp: {'resources': res}
+                                    for rp, res in wanted.items()},
+                    'project_id': 'p', 'user_id': 'u',
+                    'consumer_generation': None,
+                    'consumer_type': 'INSTANCE'})
+            except OSError:
+                return  # the service is gone
+            if status == 204:
+                with lock:
+                    acknowledged[consumer] = wanted
+
+    threads = [threading.Thread(target=writer, args=(n,))
+               for n in range(WRITERS)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while len(acknowledged) < 150 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    engine_pid = api.engine_pid()
+    # Both at once, mid-stream: the API first, then its engine.
+    api.process.send_signal(signal.SIGKILL)
+    os.kill(engine_pid, signal.SIGKILL)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    api.process.wait(timeout=30)
+    assert len(acknowledged) >= 150
+
+    api.start()
+    try:
+        for consumer, wanted in acknowledged.items():
+            assert _allocations_of(api, consumer) == wanted, consumer
+        for consumer, wanted in attempted.items():
+            if consumer not in acknowledged:
+                assert _allocations_of(api, consumer) in ({}, wanted)
+        for rp in providers:
+            status, body = api.request(
+                'GET', '/resource_providers/%s/allocations' % rp)
+            assert status == 200
+            total = sum(alloc['resources'].get('VCPU', 0)
+                        for alloc in body['allocations'].values())
+            status, usages = api.request(
+                'GET', '/resource_providers/%s/usages' % rp)
+            assert usages['usages'] == {'VCPU': total}
+    finally:
+        api.stop()
