@@ -41,38 +41,27 @@ ADMIN_OR_SERVICE_RULES = [
 ]
 
 
-def _has_enforce_scope():
-    conf = cfg.ConfigOpts()
-    policy_opts.set_defaults(conf)
-    return 'enforce_scope' in conf.oslo_policy
-
-
 # oslo.policy >= 5 dropped [oslo_policy] enforce_scope: scope_types are
-# always enforced there.
-HAS_ENFORCE_SCOPE = _has_enforce_scope()
-
-
+# always enforced, so only enforce_new_defaults selects the mode.
 def _conf(**oslo_policy_opts):
     conf = cfg.ConfigOpts()
     policy_opts.set_defaults(conf)
     conf([], project='placement', default_config_files=[])
     for name, value in oslo_policy_opts.items():
-        if name == 'enforce_scope' and not HAS_ENFORCE_SCOPE:
-            continue
         conf.set_override(name, value, group='oslo_policy')
     return conf
 
 
 def _secure():
     return policy.make_enforcer(
-        _conf(enforce_new_defaults=True, enforce_scope=True),
+        _conf(enforce_new_defaults=True),
         suppress_deprecation_warnings=True)
 
 
-def _legacy(enforce_scope=True):
+def _legacy():
     # Mirrors LegacyRBACPolicyFixture: only enforce_new_defaults differs.
     return policy.make_enforcer(
-        _conf(enforce_new_defaults=False, enforce_scope=enforce_scope),
+        _conf(enforce_new_defaults=False),
         suppress_deprecation_warnings=True)
 
 
@@ -256,16 +245,6 @@ def test_legacy_scope_enforced_by_default(legacy):
         _ctx(legacy, 'system_admin').can(resource_provider.LIST)
 
 
-@pytest.mark.skipif(not HAS_ENFORCE_SCOPE,
-                    reason='oslo.policy always enforces scope')
-def test_legacy_without_scope_enforcement_allows_system_admin():
-    enforcer = _legacy(enforce_scope=False)
-    assert _ctx(enforcer, 'system_admin').can(resource_provider.LIST)
-    assert _ctx(enforcer, 'system_admin').can(reshaper.RESHAPE)
-    assert not _ctx(enforcer, 'system_reader').can(
-        resource_provider.LIST, fatal=False)
-
-
 def test_modes_coexist():
     legacy = _legacy()
     secure = _secure()
@@ -360,7 +339,7 @@ def test_open_policy_overrides(secure):
     overrides = {r.name: '@' for r in policies.list_rules()
                  if r.name != 'admin_api'}
     enforcer = policy.make_enforcer(
-        _conf(enforce_new_defaults=True, enforce_scope=True),
+        _conf(enforce_new_defaults=True),
         rules=overrides, suppress_deprecation_warnings=True)
     ctx = _ctx(enforcer, 'no_roles')
     for name in overrides:
@@ -382,8 +361,7 @@ def test_policy_file_overrides(tmp_path):
     policy_file.write_text(
         '"placement:resource_providers:list": "role:reader"\n'
         '"admin_or_service_api": "role:service"\n')
-    conf = _conf(enforce_new_defaults=True, enforce_scope=True,
-                 policy_file=str(policy_file))
+    conf = _conf(enforce_new_defaults=True, policy_file=str(policy_file))
     enforcer = policy.make_enforcer(conf, suppress_deprecation_warnings=True)
     reader = _ctx(enforcer, 'project_reader')
     admin = _ctx(enforcer, 'project_admin')
