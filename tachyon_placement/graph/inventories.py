@@ -38,6 +38,15 @@ RETURN %s,
 _LOCK = {'neo4j': 'SET rp._lock = true\nWITH rp', 'falkordb': ''}
 _UNLOCK = {'neo4j': 'REMOVE rp._lock', 'falkordb': ''}
 
+# The inventory fields of a PROVIDES edge ``inv`` from a record ``wanted``
+# (shared with the reshaper's statement).
+SET_FIELDS = '''SET inv.total = wanted.total,
+      inv.reserved = wanted.reserved,
+      inv.min_unit = wanted.min_unit,
+      inv.max_unit = wanted.max_unit,
+      inv.step_size = wanted.step_size,
+      inv.allocation_ratio = wanted.allocation_ratio'''
+
 _WRITE = """
 MATCH (rp:ResourceProvider {uuid: $uuid})
 %(lock)s
@@ -69,12 +78,7 @@ CALL {
   MERGE (target)-[inv:PROVIDES]->(rc)
   ON CREATE SET inv.created_at = timestamp(), inv.used = allocated
   ON MATCH SET inv.updated_at = timestamp()
-  SET inv.total = wanted.total,
-      inv.reserved = wanted.reserved,
-      inv.min_unit = wanted.min_unit,
-      inv.max_unit = wanted.max_unit,
-      inv.step_size = wanted.step_size,
-      inv.allocation_ratio = wanted.allocation_ratio
+  %(set_fields)s
 }
 SET rp.generation = rp.generation + 1, rp.updated_at = timestamp()
 %(unlock)s
@@ -83,7 +87,8 @@ RETURN rp.generation AS generation
 
 
 def _write_text(dialect):
-    return _WRITE % {'lock': _LOCK[dialect], 'unlock': _UNLOCK[dialect]}
+    return _WRITE % {'lock': _LOCK[dialect], 'unlock': _UNLOCK[dialect],
+                     'set_fields': SET_FIELDS}
 
 
 WRITE = Statement('inv_write', neo4j=_write_text('neo4j'),

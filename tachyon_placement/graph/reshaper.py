@@ -1,6 +1,7 @@
 """POST /reshaper as one guarded statement: inventories of some providers
 and allocations of some consumers replaced together, or nothing at all."""
 from tachyon_placement.graph import allocations
+from tachyon_placement.graph import inventories
 from tachyon_placement.graph.cypher import Statement
 
 _RESHAPE = ("""
@@ -22,12 +23,7 @@ CALL {{
   MERGE (target)-[inv:PROVIDES]->(rc)
   ON CREATE SET inv.created_at = timestamp(), inv.used = 0
   ON MATCH SET inv.updated_at = timestamp()
-  SET inv.total = wanted.total,
-      inv.reserved = wanted.reserved,
-      inv.min_unit = wanted.min_unit,
-      inv.max_unit = wanted.max_unit,
-      inv.step_size = wanted.step_size,
-      inv.allocation_ratio = wanted.allocation_ratio
+  """ + inventories.SET_FIELDS + """
 }}
 """ + allocations.BODY + """
 CALL {{
