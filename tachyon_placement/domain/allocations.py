@@ -59,6 +59,7 @@ class WritePlan:
     allocations: list       # [{'consumer', 'rp', 'rc', 'used'}]
     deltas: list            # [{'rp', 'rc', 'delta'}]
     emptied: list           # consumer uuids left with no allocation
+    stamped: list           # providers whose view changes (graph version)
 
     def as_params(self):
         return dataclasses.asdict(self)
@@ -174,7 +175,8 @@ def plan_write(requests, consumers, providers, bump_emptied=True):
         allocations=[{'consumer': consumer, 'rp': rp, 'rc': rc, 'used': used}
                      for consumer, rp, rc, used in new_allocations],
         deltas=sorted(deltas, key=lambda d: (d['rp'], d['rc'])),
-        emptied=sorted(emptied))
+        emptied=sorted(emptied),
+        stamped=sorted(guarded | {delta['rp'] for delta in deltas}))
 
 
 class ProviderMissing(errors.DomainError):

@@ -27,6 +27,9 @@ class ReshapePlan:
         params.update(inventory_guards=self.inventory_guards,
                       inventory_upserts=self.inventory_upserts,
                       inventory_deletes=self.inventory_deletes)
+        params['stamped'] = sorted(
+            set(params['stamped'])
+            | {guard['uuid'] for guard in self.inventory_guards})
         return params
 
 

@@ -11,6 +11,7 @@ from tachyon_placement.domain import errors
 from tachyon_placement.domain import traits as domain
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import providers
+from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 
 FOR_PROVIDER = Statement('aggregate_for_provider', common="""
@@ -38,6 +39,9 @@ SET rp.generation = rp.generation + $increment,
                     ELSE rp.updated_at END
 %(unlock)s
 WITH rp
+%(bump)s
+SET rp.stamp = stamp
+WITH rp
 OPTIONAL MATCH (rp)-[stale:MEMBER_OF]->(old:Aggregate)
 WHERE NOT old.uuid IN $aggregates
 DELETE stale
@@ -52,7 +56,8 @@ RETURN rp.generation AS generation
 
 def _set_provider_text(dialect):
     return _SET_PROVIDER % {'lock': _LOCK[dialect],
-                            'unlock': _UNLOCK[dialect]}
+                            'unlock': _UNLOCK[dialect],
+                            'bump': versioning.BUMP}
 
 
 SET_PROVIDER = Statement('aggregate_set_provider',

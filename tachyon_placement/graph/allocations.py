@@ -12,6 +12,7 @@ re-reads their generations, and writes only when all still match.
 from tachyon_placement.domain import allocations as domain
 from tachyon_placement.domain import models
 from tachyon_placement.graph import engine
+from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 
 CONSUMERS = Statement('alloc_consumers', common="""
@@ -121,7 +122,7 @@ CALL {{
   MATCH (gone:Consumer {{uuid: gone_uuid}})
   DETACH DELETE gone
 }}
-"""
+""" + versioning.BUMP_FORMAT + versioning.STAMP_LISTED_FORMAT
 
 _WRITE = (GUARDS + """
 WITH fresh_providers, fresh_consumers

@@ -21,6 +21,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.allocations',
     'tachyon_placement.graph.candidates',
     'tachyon_placement.graph.reshaper',
+    'tachyon_placement.graph.versioning',
 )
 
 

@@ -12,6 +12,7 @@ nothing was written.
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
 from tachyon_placement.graph import providers
+from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 
 # The provider and every inventory it has, with the class ordinal so the
@@ -80,7 +81,9 @@ CALL {
   ON MATCH SET inv.updated_at = timestamp()
   %(set_fields)s
 }
-SET rp.generation = rp.generation + 1, rp.updated_at = timestamp()
+%(bump)s
+SET rp.generation = rp.generation + 1, rp.updated_at = timestamp(),
+    rp.stamp = stamp
 %(unlock)s
 RETURN rp.generation AS generation
 """
@@ -88,7 +91,7 @@ RETURN rp.generation AS generation
 
 def _write_text(dialect):
     return _WRITE % {'lock': _LOCK[dialect], 'unlock': _UNLOCK[dialect],
-                     'set_fields': SET_FIELDS}
+                     'set_fields': SET_FIELDS, 'bump': versioning.BUMP}
 
 
 WRITE = Statement('inv_write', neo4j=_write_text('neo4j'),

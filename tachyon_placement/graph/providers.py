@@ -7,6 +7,7 @@ order Placement lists providers in.
 """
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
+from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 
 PROVIDER = ('rp {.uuid, .name, .generation, .parent_uuid, .root_uuid, .seq, '
@@ -54,22 +55,26 @@ WHERE same_uuid IS NULL AND same_name IS NULL
   AND ($parent_uuid IS NULL OR parent IS NOT NULL)
 MERGE (counter:Meta {key: 'provider_seq'})
 SET counter.value = coalesce(counter.value, 0) + 1
+WITH parent, counter
+%s
 CREATE (rp:ResourceProvider {uuid: $uuid, name: $name, generation: 0,
                              parent_uuid: $parent_uuid,
                              root_uuid: coalesce(parent.root_uuid, $uuid),
-                             seq: counter.value, created_at: timestamp()})
+                             seq: counter.value, stamp: stamp,
+                             created_at: timestamp()})
 FOREACH (p IN CASE WHEN parent IS NULL THEN [] ELSE [parent] END |
          CREATE (p)-[:PARENT_OF]->(rp))
 RETURN %s
-""" % PROVIDER)
+""" % (versioning.BUMP, PROVIDER))
 
 RENAME = Statement('rp_rename', common="""
 MATCH (rp:ResourceProvider {uuid: $uuid})
 OPTIONAL MATCH (clash:ResourceProvider {name: $name})
 WITH rp, clash WHERE clash IS NULL OR clash = rp
-SET rp.name = $name, rp.updated_at = timestamp()
+%s
+SET rp.name = $name, rp.updated_at = timestamp(), rp.stamp = stamp
 RETURN %s
-""" % PROVIDER)
+""" % (versioning.BUMP, PROVIDER))
 
 # Moves a provider (and its subtree) under a new parent, or makes it a root
 # when $parent_uuid is null.  The subtree takes the new root.  The caller
@@ -91,11 +96,12 @@ SET rp.parent_uuid = $parent_uuid,
     rp.name = $name,
     rp.updated_at = timestamp()
 WITH rp, coalesce(parent.root_uuid, rp.uuid) AS new_root
+%s
 MATCH (rp)-[:PARENT_OF*0..]->(member:ResourceProvider)
-SET member.root_uuid = new_root
+SET member.root_uuid = new_root, member.stamp = stamp
 WITH DISTINCT rp
 RETURN %s
-""" % PROVIDER)
+""" % (versioning.BUMP, PROVIDER))
 
 # Refuses (returns nothing) when the provider has children or allocations.
 DELETE = Statement('rp_delete', common="""
@@ -103,9 +109,11 @@ MATCH (rp:ResourceProvider {uuid: $uuid})
 WITH rp, size([(rp)-[:PARENT_OF]->(child) | child]) AS children,
      size([(rp)<-[:CONSUMES]-(consumer) | consumer]) AS consumers
 WHERE children = 0 AND consumers = 0
+%s
+CREATE (:Tombstone {uuid: rp.uuid, stamp: stamp})
 DETACH DELETE rp
 RETURN count(*) AS deleted
-""")
+""" % versioning.BUMP)
 
 DELETE_BLOCKERS = Statement('rp_delete_blockers', common="""
 MATCH (rp:ResourceProvider {uuid: $uuid})

@@ -46,6 +46,11 @@ OPTIONAL MATCH (clash:ResourceClass {name: $new_name})
 WITH rc, clash WHERE clash IS NULL
 SET rc.name = $new_name, rc.updated_at = timestamp()
 WITH rc
+MERGE (graph_version:Meta {key: 'graph'})
+ON CREATE SET graph_version.version = 0
+SET graph_version.version = graph_version.version + 1,
+    graph_version.full_reload = graph_version.version + 1
+WITH rc
 OPTIONAL MATCH ()-[used:CONSUMES {resource_class: $name}]->()
 SET used.resource_class = $new_name
 WITH DISTINCT rc

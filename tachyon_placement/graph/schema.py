@@ -14,6 +14,8 @@ KEYS = (
     ('User', 'external_id', True),
     ('ConsumerType', 'name', True),
     ('Meta', 'key', True),
+    ('ResourceProvider', 'stamp', False),
+    ('Tombstone', 'stamp', False),
 )
 
 

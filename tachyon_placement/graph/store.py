@@ -18,6 +18,7 @@ from tachyon_placement.graph import providers
 from tachyon_placement.graph import reshaper
 from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import traits
+from tachyon_placement.graph import versioning
 
 NEO4J_SCHEMES = ('bolt', 'bolt+s', 'bolt+ssc', 'neo4j', 'neo4j+s',
                  'neo4j+ssc')
@@ -32,7 +33,8 @@ class Store(resource_classes.ResourceClassStore,
             allocations.AllocationStore,
             allocations.UsageStore,
             candidates.CandidateStore,
-            reshaper.ReshapeStore):
+            reshaper.ReshapeStore,
+            versioning.VersionStore):
 
     def __init__(self, engine):
         self.engine = engine

@@ -12,6 +12,7 @@ from tachyon_placement.domain import models
 from tachyon_placement.domain import traits as domain
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import providers
+from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 
 _TRAIT = '{.name, .created_at, .updated_at}'
@@ -102,6 +103,9 @@ SET rp.generation = CASE WHEN changed THEN rp.generation + 1
                     ELSE rp.updated_at END
 %(unlock)s
 WITH rp, wanted
+%(bump)s
+SET rp.stamp = stamp
+WITH rp, wanted
 OPTIONAL MATCH (rp)-[stale:HAS_TRAIT]->(old:Trait)
 WHERE NOT old.name IN $names
 DELETE stale
@@ -114,7 +118,8 @@ RETURN rp.generation AS generation,
 
 def _set_provider_text(dialect):
     return _SET_PROVIDER % {'lock': _LOCK[dialect],
-                            'unlock': _UNLOCK[dialect], 'trait': _TRAIT}
+                            'unlock': _UNLOCK[dialect], 'trait': _TRAIT,
+                            'bump': versioning.BUMP}
 
 
 SET_PROVIDER = Statement('trait_set_provider',
