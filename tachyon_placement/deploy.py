@@ -17,6 +17,9 @@ def loadapp(conf, store=None):
     """
     if store is None:
         store = graph_store.open_store(conf)
+        # Load the in-memory copy of the provider graph now rather than on
+        # the first request that needs it.
+        store.worlds.current()
     enforcer = policy.make_enforcer(conf)
     application = app.build_stack(conf, store, enforcer)
     application.store = store

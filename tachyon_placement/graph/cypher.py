@@ -22,6 +22,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.candidates',
     'tachyon_placement.graph.reshaper',
     'tachyon_placement.graph.versioning',
+    'tachyon_placement.graph.snapshot',
 )
 
 

@@ -23,24 +23,6 @@ MATCH (rp:ResourceProvider {name: $name})
 RETURN %s
 """ % PROVIDER)
 
-# Everything the list filters look at, in one pass.  The optional filters
-# are parameters that are null when unused so the statement stays static.
-LIST = Statement('rp_list', common="""
-MATCH (rp:ResourceProvider)
-WHERE ($uuid IS NULL OR rp.uuid = $uuid)
-  AND ($name IS NULL OR rp.name = $name)
-  AND ($root_uuid IS NULL OR rp.root_uuid = $root_uuid)
-RETURN %s,
-       [(rp)-[:HAS_TRAIT]->(t:Trait) | t.name] AS traits,
-       [(rp)-[:MEMBER_OF]->(a:Aggregate) | a.uuid] AS aggregates,
-       [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
-        {resource_class: rc.name, total: inv.total, reserved: inv.reserved,
-         min_unit: inv.min_unit, max_unit: inv.max_unit,
-         step_size: inv.step_size, allocation_ratio: inv.allocation_ratio,
-         used: inv.used}] AS inventories
-ORDER BY rp.seq
-""" % PROVIDER)
-
 SUBTREE = Statement('rp_subtree', common="""
 MATCH (:ResourceProvider {uuid: $uuid})-[:PARENT_OF*0..]->(rp:ResourceProvider)
 RETURN rp.uuid AS uuid
@@ -130,22 +112,6 @@ def provider_from_row(data):
         updated_at=models.from_millis(data.get('updated_at')))
 
 
-def _inventory(data):
-    return models.Inventory(**{key: value for key, value in data.items()
-                               if value is not None})
-
-
-class ProviderView:
-    """A provider with what the list filters need to look at."""
-    __slots__ = ('provider', 'traits', 'aggregates', 'inventories')
-
-    def __init__(self, provider, traits, aggregates, inventories):
-        self.provider = provider
-        self.traits = traits
-        self.aggregates = aggregates
-        self.inventories = inventories
-
-
 class ProviderStore:
     """Mixin of Store: resource provider persistence."""
 
@@ -159,16 +125,6 @@ class ProviderStore:
     def find_provider(self, uuid):
         rows = self.engine.read(GET, uuid=uuid)
         return provider_from_row(rows[0]['rp']) if rows else None
-
-    def provider_views(self, uuid=None, name=None, root_uuid=None):
-        rows = self.engine.read(LIST, uuid=uuid, name=name,
-                                root_uuid=root_uuid)
-        return [ProviderView(provider_from_row(row['rp']),
-                             frozenset(row['traits']),
-                             frozenset(row['aggregates']),
-                             {inv['resource_class']: _inventory(inv)
-                              for inv in row['inventories']})
-                for row in rows]
 
     def subtree_uuids(self, uuid):
         return {row['uuid'] for row in self.engine.read(SUBTREE, uuid=uuid)}

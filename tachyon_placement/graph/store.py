@@ -16,6 +16,7 @@ from tachyon_placement.graph import candidates
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import reshaper
+from tachyon_placement.graph import snapshot
 from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
@@ -38,6 +39,7 @@ class Store(resource_classes.ResourceClassStore,
 
     def __init__(self, engine):
         self.engine = engine
+        self.worlds = snapshot.WorldCache(self)
 
     def sync(self):
         """Idempotent start-up work: schema, standard classes and traits."""

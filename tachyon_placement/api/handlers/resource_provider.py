@@ -64,16 +64,20 @@ def list_resource_providers(req):
             'class %s.' % sorted(missing)[0])
     _check_traits(req, filters)
 
-    root_uuid = None
+    world = req.store.worlds.current()
+    records = world.ordered
     if 'in_tree' in req.GET:
-        tree_member = req.store.find_provider(req.GET['in_tree'])
+        tree_member = world.records.get(req.GET['in_tree'])
         if tree_member is None:
             return _render_list(req, [])
-        root_uuid = tree_member.root_uuid
-    views = req.store.provider_views(
-        uuid=req.GET.get('uuid'), name=req.GET.get('name'),
-        root_uuid=root_uuid)
-    return _render_list(req, domain.select(views, filters))
+        records = world.trees[tree_member.root_uuid]
+    if 'uuid' in req.GET:
+        records = [record for record in records
+                   if record.uuid == req.GET['uuid']]
+    if 'name' in req.GET:
+        records = [record for record in records
+                   if record.provider.name == req.GET['name']]
+    return _render_list(req, domain.select(records, filters))
 
 
 def _check_traits(req, filters):

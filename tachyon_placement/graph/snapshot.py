@@ -1,0 +1,221 @@
+"""A per-process copy of the provider graph, exactly fresh.
+
+Reads that look at many providers (GET /resource_providers with filters,
+GET /allocation_candidates) are served from memory instead of loading the
+cloud from the engine on every request.  Freshness is exact: before each
+use the graph version is read (one indexed lookup); if it moved, only the
+providers stamped since are reloaded (see graph/versioning.py), so a
+client always reads its own writes, whichever worker served them.
+
+A ``World`` is immutable once built; a refresh builds a new one that
+shares every unchanged record with the old one, so requests in other
+threads keep a consistent view without locks.
+"""
+import threading
+
+from tachyon_placement.domain import models
+from tachyon_placement.graph.cypher import Statement
+
+_PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
+       rp.generation AS generation, rp.parent_uuid AS parent_uuid,
+       rp.root_uuid AS root_uuid, rp.seq AS seq,
+       rp.created_at AS created_at, rp.updated_at AS updated_at"""
+_INVENTORY_COLUMNS = """rp.uuid AS uuid, rc.name AS rc, inv.total AS total,
+       inv.reserved AS reserved, inv.min_unit AS min_unit,
+       inv.max_unit AS max_unit, inv.step_size AS step_size,
+       inv.allocation_ratio AS allocation_ratio, inv.used AS used"""
+
+# Full loads (no stamp filter: also providers written before stamps).
+ALL_PROVIDERS = Statement('snap_all_providers', common="""
+MATCH (rp:ResourceProvider)
+RETURN %s
+""" % _PROVIDER_COLUMNS)
+ALL_INVENTORIES = Statement('snap_all_inventories', common="""
+MATCH (rp:ResourceProvider)-[inv:PROVIDES]->(rc:ResourceClass)
+RETURN %s
+""" % _INVENTORY_COLUMNS)
+ALL_TRAITS = Statement('snap_all_traits', common="""
+MATCH (rp:ResourceProvider)-[:HAS_TRAIT]->(t:Trait)
+RETURN rp.uuid AS uuid, t.name AS name
+""")
+ALL_AGGREGATES = Statement('snap_all_aggregates', common="""
+MATCH (rp:ResourceProvider)-[:MEMBER_OF]->(a:Aggregate)
+RETURN rp.uuid AS uuid, a.uuid AS name
+""")
+
+# Incremental loads: what was stamped after $since.
+CHANGED_PROVIDERS = Statement('snap_changed_providers', common="""
+MATCH (rp:ResourceProvider) WHERE rp.stamp > $since
+RETURN %s
+""" % _PROVIDER_COLUMNS)
+CHANGED_INVENTORIES = Statement('snap_changed_inventories', common="""
+MATCH (rp:ResourceProvider)-[inv:PROVIDES]->(rc:ResourceClass)
+WHERE rp.stamp > $since
+RETURN %s
+""" % _INVENTORY_COLUMNS)
+CHANGED_TRAITS = Statement('snap_changed_traits', common="""
+MATCH (rp:ResourceProvider)-[:HAS_TRAIT]->(t:Trait)
+WHERE rp.stamp > $since
+RETURN rp.uuid AS uuid, t.name AS name
+""")
+CHANGED_AGGREGATES = Statement('snap_changed_aggregates', common="""
+MATCH (rp:ResourceProvider)-[:MEMBER_OF]->(a:Aggregate)
+WHERE rp.stamp > $since
+RETURN rp.uuid AS uuid, a.uuid AS name
+""")
+DELETED = Statement('snap_deleted', common="""
+MATCH (gone:Tombstone) WHERE gone.stamp > $since
+RETURN gone.uuid AS uuid
+""")
+
+_EMPTY = frozenset()
+
+
+class ProviderRecord:
+    """One provider with everything the in-memory reads look at."""
+
+    __slots__ = ('provider', 'seq', 'traits', 'aggregates', 'inventories')
+
+    def __init__(self, provider, seq, traits, aggregates, inventories):
+        self.provider = provider          # domain.models.Provider
+        self.seq = seq if seq is not None else 0
+        self.traits = traits              # frozenset of names
+        self.aggregates = aggregates      # frozenset of uuids
+        self.inventories = inventories    # {rc: models.Inventory}
+
+    @property
+    def uuid(self):
+        return self.provider.uuid
+
+    @property
+    def root_uuid(self):
+        return self.provider.root_uuid
+
+    @property
+    def parent_uuid(self):
+        return self.provider.parent_uuid
+
+
+class World:
+    """An immutable, indexed copy of every provider at one graph version."""
+
+    def __init__(self, version, records):
+        self.version = version
+        self.records = records            # {uuid: ProviderRecord}
+        self._ordered = None
+        self._trees = None
+        self._by_trait = None
+        self._by_aggregate = None
+        self._by_class = None
+
+    # Indexes are built on first use and belong to this version only.
+    @property
+    def ordered(self):
+        """Records in creation order (Placement's listing order)."""
+        if self._ordered is None:
+            self._ordered = sorted(self.records.values(),
+                                   key=lambda record: (record.seq,
+                                                       record.uuid))
+        return self._ordered
+
+    @property
+    def trees(self):
+        """{root uuid: [records of the tree in creation order]}."""
+        if self._trees is None:
+            trees = {}
+            for record in self.ordered:
+                trees.setdefault(record.root_uuid, []).append(record)
+            self._trees = trees
+        return self._trees
+
+    def _index(self, attribute):
+        index = {}
+        for record in self.ordered:
+            for key in getattr(record, attribute):
+                index.setdefault(key, []).append(record)
+        return index
+
+    @property
+    def by_trait(self):
+        if self._by_trait is None:
+            self._by_trait = self._index('traits')
+        return self._by_trait
+
+    @property
+    def by_aggregate(self):
+        if self._by_aggregate is None:
+            self._by_aggregate = self._index('aggregates')
+        return self._by_aggregate
+
+    @property
+    def by_class(self):
+        if self._by_class is None:
+            self._by_class = self._index('inventories')
+        return self._by_class
+
+
+def _records(engine, statements, since=None):
+    """Build ProviderRecords from the four per-kind statements."""
+    params = {} if since is None else {'since': since}
+    providers_stmt, inventories_stmt, traits_stmt, aggregates_stmt = (
+        statements)
+    traits, aggregates, inventories = {}, {}, {}
+    for row in engine.read(traits_stmt, **params):
+        traits.setdefault(row['uuid'], set()).add(row['name'])
+    for row in engine.read(aggregates_stmt, **params):
+        aggregates.setdefault(row['uuid'], set()).add(row['name'])
+    for row in engine.read(inventories_stmt, **params):
+        fields = {key: row[key] for key in models.Inventory.FIELDS
+                  if row[key] is not None}
+        fields['used'] = int(row['used'] or 0)
+        inventories.setdefault(row['uuid'], {})[row['rc']] = (
+            models.Inventory(resource_class=row['rc'], **fields))
+    records = {}
+    for row in engine.read(providers_stmt, **params):
+        uuid = row['uuid']
+        provider = models.Provider(
+            uuid=uuid, name=row['name'], generation=row['generation'],
+            parent_uuid=row['parent_uuid'], root_uuid=row['root_uuid'],
+            created_at=models.from_millis(row['created_at']),
+            updated_at=models.from_millis(row['updated_at']))
+        records[uuid] = ProviderRecord(
+            provider, row['seq'], frozenset(traits.get(uuid, _EMPTY)),
+            frozenset(aggregates.get(uuid, _EMPTY)),
+            inventories.get(uuid, {}))
+    return records
+
+
+_ALL = (ALL_PROVIDERS, ALL_INVENTORIES, ALL_TRAITS, ALL_AGGREGATES)
+_CHANGED = (CHANGED_PROVIDERS, CHANGED_INVENTORIES, CHANGED_TRAITS,
+            CHANGED_AGGREGATES)
+
+
+class WorldCache:
+    """Hands out the current World, refreshing it when the graph moved."""
+
+    def __init__(self, store):
+        self._store = store
+        self._world = None
+        self._lock = threading.Lock()
+
+    def current(self):
+        version, full_reload = self._store.graph_version()
+        world = self._world
+        if world is not None and world.version == version:
+            return world
+        with self._lock:
+            world = self._world
+            if world is not None and world.version >= version:
+                return world
+            engine = self._store.engine
+            if world is None or full_reload > world.version:
+                world = World(version, _records(engine, _ALL))
+            else:
+                records = dict(world.records)
+                for row in engine.read(DELETED, since=world.version):
+                    records.pop(row['uuid'], None)
+                records.update(_records(engine, _CHANGED,
+                                        since=world.version))
+                world = World(version, records)
+            self._world = world
+            return world
