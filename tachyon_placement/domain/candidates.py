@@ -1,10 +1,12 @@
 """Allocation candidates: the search behind GET /allocation_candidates.
 
-Pure functions, no I/O.  The store hands over a ``Snapshot`` of the provider
-trees that can take part in a request (whole trees: providers with parent,
-root, traits, aggregates and inventories including usage, plus the sharing
-providers reachable from them through aggregates) and this module finds the
-allocation requests exactly as Placement 16.0.0 defines them:
+Pure functions, no I/O.  The store proves which roots can anchor a
+candidate (``plan_probes``/``candidate_roots``), hands over a ``Snapshot``
+with the trees of the sharing providers reaching them and a function that
+loads more whole trees (providers with parent, root, traits, aggregates and
+inventories including usage); ``find_candidates`` visits the roots in
+order, loading their trees in batches as it goes, and finds the allocation
+requests exactly as Placement 16.0.0 defines them:
 
 * A request is a list of ``RequestGroup``.  The unsuffixed group may spread
   its resources over the providers of one tree plus the sharing providers
@@ -29,7 +31,13 @@ subtree constraints as soon as they can fail, and skipping a provider that
 is interchangeable with one that already failed at the same point (same
 parent, traits, aggregates, inventory and usage, not yet used by this
 candidate).  Results stream per anchor, depth-first or breadth-first, so a
-``limit`` stops the work early.
+``limit`` stops the work (and the loading) early.
+
+``randomize_allocation_candidates``: Placement samples ``limit`` candidates
+from everything it generated.  Here roots and choices are visited in random
+order and, with a limit, roots are interleaved (one candidate each in turn)
+so the answer spreads over hosts as a sample would, without generating
+what will not be returned.
 """
 import collections
 import dataclasses
@@ -98,11 +106,11 @@ def int_capacity(inventory):
 
 
 class ProviderNode:
-    """A provider as the search sees it (filled in by ``Snapshot``)."""
+    """A provider as the search sees it (``Snapshot`` fills in the rest)."""
 
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
-                 'sym_class', 'anchors')
+                 'sym_class', 'anchors', 'room')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -114,49 +122,77 @@ class ProviderNode:
         self.aggregates = frozenset(aggregates)
         # {resource class: models.Inventory, with ``used``}
         self.inventories = dict(inventories or {})
+        # {rc: (what is left to allocate, max_unit)} for merged amounts
+        self.room = {rc: (int_capacity(inventory) - inventory.used,
+                          inventory.max_unit)
+                     for rc, inventory in self.inventories.items()}
         self.sharing = SHARING_TRAIT in self.traits
         self.ancestors = frozenset()
         self.sym_class = None
-        self.anchors = ()
+        # roots this provider can anchor a candidate at
+        self.anchors = frozenset((self.root_uuid,))
 
     def __repr__(self):
         return 'ProviderNode(%s)' % self.uuid
 
 
 class Snapshot:
-    """Whole provider trees, indexed for the search."""
+    """Whole provider trees, indexed for the search.
 
-    def __init__(self, nodes):
-        nodes = list(nodes)
-        self.by_uuid = {node.uuid: node for node in nodes}
-        self.providers = sorted(nodes, key=lambda node: (node.seq,
-                                                         node.uuid))
-        has_children = {node.parent_uuid for node in nodes
-                        if node.parent_uuid}
-        members = collections.defaultdict(set)
-        for node in nodes:
-            for agg in node.aggregates:
-                members[agg].add(node.root_uuid)
-        for node in nodes:
-            node.ancestors = frozenset(self._lineage(node))
-            if node.parent_uuid and node.uuid not in has_children:
-                # Interchangeable leaves: swapping two of these (while the
-                # candidate being built uses neither) maps every solution
-                # onto another one.
-                node.sym_class = (
-                    node.parent_uuid, node.traits, node.aggregates,
-                    tuple(sorted((rc, inv.total, inv.reserved, inv.min_unit,
-                                  inv.max_unit, inv.step_size,
-                                  inv.allocation_ratio, inv.used)
-                                 for rc, inv in node.inventories.items())))
-            anchors = [node.root_uuid]
-            if node.sharing:
-                mates = set()
+    ``mates``: {sharing provider uuid: roots of the providers that share an
+    aggregate with it}, as the store knows it for the whole cloud; trees can
+    then be added as the search needs them.  Without it the snapshot is the
+    whole world and the mates are derived from the loaded aggregates.
+    """
+
+    def __init__(self, nodes=(), mates=None):
+        self.by_uuid = {}
+        self.trees = {}            # root uuid -> [node] in creation order
+        self.sharing_nodes = []
+        self._mates = mates
+        self.add(nodes)
+        if mates is None:
+            members = collections.defaultdict(set)
+            for node in self.by_uuid.values():
                 for agg in node.aggregates:
-                    mates |= members[agg]
-                mates.discard(node.root_uuid)
-                anchors += sorted(mates, key=self.root_key)
-            node.anchors = tuple(anchors)
+                    members[agg].add(node.root_uuid)
+            for node in self.sharing_nodes:
+                node.anchors = node.anchors.union(
+                    *(members[agg] for agg in node.aggregates))
+
+    def add(self, nodes):
+        """Index whole trees (parents before children or not: any order)."""
+        touched = set()
+        for node in nodes:
+            if node.uuid in self.by_uuid:
+                continue
+            self.by_uuid[node.uuid] = node
+            self.trees.setdefault(node.root_uuid, []).append(node)
+            touched.add(node.root_uuid)
+            if node.sharing:
+                self.sharing_nodes.append(node)
+                if self._mates is not None:
+                    node.anchors = node.anchors.union(
+                        self._mates.get(node.uuid, ()))
+        for root in touched:
+            tree = self.trees[root]
+            tree.sort(key=lambda node: (node.seq, node.uuid))
+            parents = {node.parent_uuid for node in tree}
+            for node in tree:
+                node.ancestors = frozenset(self._lineage(node))
+                node.sym_class = None
+                if node.parent_uuid and node.uuid not in parents:
+                    # Interchangeable leaves: swapping two of these (while
+                    # the candidate being built uses neither) maps every
+                    # solution onto another one.
+                    node.sym_class = (
+                        node.parent_uuid, node.traits, node.aggregates,
+                        tuple(sorted(
+                            (rc, inv.total, inv.reserved, inv.min_unit,
+                             inv.max_unit, inv.step_size,
+                             inv.allocation_ratio, inv.used)
+                            for rc, inv in node.inventories.items())))
+        self.sharing_nodes.sort(key=lambda node: (node.seq, node.uuid))
 
     def _lineage(self, node):
         seen = set()
@@ -168,6 +204,22 @@ class Snapshot:
     def root_key(self, root_uuid):
         root = self.by_uuid.get(root_uuid)
         return (root.seq if root is not None else 0, root_uuid)
+
+    @property
+    def providers(self):
+        return sorted(self.by_uuid.values(),
+                      key=lambda node: (node.seq, node.uuid))
+
+    def candidates_at(self, anchor):
+        """The providers that can serve a candidate anchored at
+        ``anchor``: its tree and the sharing providers reaching it."""
+        nodes = self.trees.get(anchor, [])
+        reaching = [node for node in self.sharing_nodes
+                    if node.root_uuid != anchor and anchor in node.anchors]
+        if not reaching:
+            return nodes
+        return sorted(nodes + reaching, key=lambda node: (node.seq,
+                                                          node.uuid))
 
     def __contains__(self, uuid):
         return uuid in self.by_uuid
@@ -208,115 +260,122 @@ def empty():
 # Slots: what the search assigns a provider to
 
 
-class _Slot:
-    __slots__ = ('index', 'suffix', 'granular', 'resources', 'options',
-                 'subtrees')
-
-    def __init__(self, index, suffix, granular, resources):
-        self.index = index
-        self.suffix = suffix
-        self.granular = granular
-        self.resources = tuple(resources)      # ((rc, amount), ...)
-        self.options = collections.defaultdict(list)   # anchor -> [node]
-        self.subtrees = ()                     # same_subtree indexes
-
-
 def _all_of(required, present):
     return all(any_of & present for any_of in required)
 
 
-def _anchor_filter(snapshot, wide):
-    required = frozenset(wide.root_required or ())
-    forbidden = frozenset(wide.root_forbidden or ())
-    if not (required or forbidden):
-        return lambda anchor: True
-    cache = {}
+class _Slot:
+    """A suffixed group, or one resource class of the unsuffixed group."""
 
-    def allowed(anchor):
-        if anchor not in cache:
-            root = snapshot.by_uuid.get(anchor)
-            cache[anchor] = (root is not None and root.parent_uuid is None
-                             and required <= root.traits
-                             and not forbidden & root.traits)
-        return cache[anchor]
-    return allowed
+    __slots__ = ('index', 'group', 'suffix', 'granular', 'resources',
+                 'tree_root', 'subtrees', '_fits')
 
+    def __init__(self, index, group, resources, tree_root):
+        self.index = index
+        self.group = group
+        self.suffix = group.suffix
+        self.granular = group.use_same_provider
+        self.resources = tuple(resources)      # ((rc, amount), ...)
+        self.tree_root = tree_root
+        self.subtrees = ()                     # same_subtree numbers
+        self._fits = {}
 
-def _granular_slot(snapshot, index, group, tree_root, anchor_ok,
-                   allowed_anchors):
-    slot = _Slot(index, group.suffix, True, group.resources.items())
-    resources = tuple(group.resources.items())
-    for node in snapshot.providers:
-        if not _all_of(group.required_traits, node.traits):
-            continue
+    def fits(self, node):
+        """What does not depend on the anchor (cached per provider)."""
+        found = self._fits.get(node.uuid)
+        if found is None:
+            found = self._fits[node.uuid] = self._check(node)
+        return found
+
+    def _check(self, node):
+        group = self.group
         if group.forbidden_traits & node.traits:
-            continue
-        if not _all_of(group.member_of, node.aggregates):
-            continue
-        if group.forbidden_aggs & node.aggregates:
-            continue
-        if resources:
+            # For the unsuffixed group too: such a provider can be in no
+            # combination.
+            return False
+        if self.granular:
+            if not _all_of(group.required_traits, node.traits):
+                return False
+            if not _all_of(group.member_of, node.aggregates):
+                return False
+            if group.forbidden_aggs & node.aggregates:
+                return False
             # in_tree only ever narrows groups that ask for resources.
-            if tree_root is not None and node.root_uuid != tree_root:
-                continue
-            if not all(provider_rules.has_capacity(
-                    node.inventories.get(rc), amount)
-                    for rc, amount in resources):
-                continue
-        for anchor in node.anchors:
-            if anchor in allowed_anchors and anchor_ok(anchor):
-                slot.options[anchor].append(node)
-    return slot
+            if self.resources and self.tree_root is not None and (
+                    node.root_uuid != self.tree_root):
+                return False
+        elif group.in_tree is not None and node.root_uuid != self.tree_root:
+            return False
+        return all(provider_rules.has_capacity(node.inventories.get(rc),
+                                               amount)
+                   for rc, amount in self.resources)
 
-
-def _unsuffixed_slots(snapshot, index, group, tree_root, anchor_ok,
-                      allowed_anchors):
-    members = None
-    if group.member_of:
-        members = {node.uuid for node in snapshot.providers
-                   if _all_of(group.member_of, node.aggregates)}
-    excluded = set()
-    if group.forbidden_aggs:
-        excluded = {node.uuid for node in snapshot.providers
-                    if group.forbidden_aggs & node.aggregates}
-    slots = []
-    for rc, amount in group.resources.items():
-        slot = _Slot(index, '', False, ((rc, amount),))
-        for node in snapshot.providers:
-            if not provider_rules.has_capacity(node.inventories.get(rc),
-                                               amount):
+    def options_at(self, anchor_node, candidates):
+        anchor = anchor_node.uuid
+        if self.granular:
+            # A provider anchors at its root, a sharing one also at the
+            # roots of its aggregate mates (``candidates`` holds both).
+            return [node for node in candidates if self.fits(node)]
+        group = self.group
+        members = group.member_of
+        anchor_member = bool(members) and _all_of(members,
+                                                  anchor_node.aggregates)
+        if group.forbidden_aggs & anchor_node.aggregates:
+            return []
+        chosen = []
+        for node in candidates:
+            if not self.fits(node):
                 continue
-            # A provider with a forbidden trait can be in no combination.
-            if group.forbidden_traits & node.traits:
-                continue
-            if group.in_tree is not None and node.root_uuid != tree_root:
-                continue
-            anchors = node.anchors
-            if not node.sharing or group.in_tree is not None or (
-                    members is not None and node.uuid not in members):
+            member = bool(members) and _all_of(members, node.aggregates)
+            if node.root_uuid != anchor and (
+                    group.in_tree is not None or (members and not member)):
                 # Only a sharing provider (itself in the requested
                 # aggregates, without in_tree) reaches other trees.
-                anchors = anchors[:1]
-            for anchor in anchors:
-                if anchor not in allowed_anchors or not anchor_ok(anchor):
-                    continue
-                if members is not None and not (
-                        node.uuid in members or anchor in members):
-                    continue
-                if node.uuid in excluded or anchor in excluded:
-                    continue
-                slot.options[anchor].append(node)
-        slots.append(slot)
+                continue
+            if members and not (member or anchor_member):
+                continue
+            if group.forbidden_aggs & node.aggregates:
+                continue
+            chosen.append(node)
+        return chosen
+
+
+def _make_slots(groups, in_tree_roots):
+    slots = []
+    for index, group in enumerate(groups):
+        tree_root = in_tree_roots.get(index)
+        if group.use_same_provider:
+            slots.append(_Slot(len(slots), group, group.resources.items(),
+                               tree_root))
+        else:
+            for rc, amount in group.resources.items():
+                slots.append(_Slot(len(slots), group, ((rc, amount),),
+                                   tree_root))
     return slots
 
 
-class _Everything:
-    def __contains__(self, item):
-        return True
+def _anchor_filter(wide):
+    required = frozenset(wide.root_required or ())
+    forbidden = frozenset(wide.root_forbidden or ())
+
+    def allowed(anchor_node):
+        return (anchor_node.parent_uuid is None
+                and required <= anchor_node.traits
+                and not forbidden & anchor_node.traits)
+    return allowed
 
 
 # ---------------------------------------------------------------------------
 # The per-anchor search
+
+
+@dataclasses.dataclass
+class _Plan:
+    isolate: bool
+    exclude_nested: bool
+    unsuffixed_required: list
+    subtree_slots: list          # [[slot index, ...] per same_subtree]
+    shared_classes: dict         # {rc: total} for classes in >1 slot
 
 
 class _AnchorSearch:
@@ -326,16 +385,13 @@ class _AnchorSearch:
     valid candidate.
     """
 
-    def __init__(self, anchor, slots, plan, rng=None):
+    def __init__(self, anchor, slots, plan, options, rng=None):
         self.anchor = anchor
         self.slots = slots
         self.plan = plan
-        options = {}
-        for slot in slots:
-            choices = list(slot.options.get(anchor, ()))
-            if rng is not None:
+        if rng is not None:
+            for choices in options.values():
                 rng.shuffle(choices)
-            options[slot.index] = choices
         self.options = options
         # Most constrained slot first; ties keep request order.
         self.order = sorted(
@@ -343,7 +399,7 @@ class _AnchorSearch:
         position = {slot.index: depth
                     for depth, slot in enumerate(self.order)}
         self.subtree_checks = collections.defaultdict(list)
-        for number, members in enumerate(plan.subtree_slots):
+        for members in plan.subtree_slots:
             last = max(position[index] for index in members)
             self.subtree_checks[last].append(members)
         unsuffixed = [position[slot.index] for slot in slots
@@ -374,8 +430,7 @@ class _AnchorSearch:
             if not _all_of(plan.unsuffixed_required, offered):
                 return False
         if plan.isolate:
-            granular = [slot for slot in self.slots
-                        if slot.granular]
+            granular = [slot for slot in self.slots if slot.granular]
             distinct = set()
             for slot in granular:
                 distinct.update(node.uuid for node in options[slot.index])
@@ -401,14 +456,11 @@ class _AnchorSearch:
     def _assign(self, slot, node):
         usage = self.usage
         for rc, amount in slot.resources:
-            inventory = node.inventories[rc]
+            left, max_unit = node.room[rc]
             merged = usage[(node.uuid, rc)] + amount
-            if (inventory.used + merged > int_capacity(inventory)
-                    or merged > inventory.max_unit):
+            if merged > left or merged > max_unit:
                 return False
         plan = self.plan
-        if plan.isolate and slot.granular and node.uuid in self.isolated:
-            return False
         if plan.exclude_nested and slot.resources:
             owner = self.root_owner.get(node.root_uuid)
             if owner is not None and owner[0] != node.uuid:
@@ -487,7 +539,11 @@ class _AnchorSearch:
             return
         slot = self.order[depth]
         failed = set()
+        isolated = self.isolated if (
+            self.plan.isolate and slot.granular) else ()
         for node in self.options[slot.index]:
+            if node.uuid in isolated:
+                continue
             sym = None
             if (node.sym_class is not None and node.uuid not in self.refs
                     and node.uuid != self.anchor):
@@ -513,25 +569,22 @@ def same_subtree(nodes):
     return any(node.uuid in common for node in nodes)
 
 
-@dataclasses.dataclass
-class _Plan:
-    isolate: bool
-    exclude_nested: bool
-    unsuffixed_required: list
-    subtree_slots: list          # [[slot index, ...] per same_subtree]
-    shared_classes: dict         # {rc: total} for classes in >1 slot
-
-
 def _roundrobin(iterables):
-    active = collections.deque(iter(iterable) for iterable in iterables)
+    """Breadth-first: one item of each in turn.  The first round pulls the
+    iterables lazily, so a limit reached in it never asks for more."""
+    active = collections.deque()
+    for iterable in iterables:
+        iterator = iter(iterable)
+        for item in iterator:
+            yield item
+            active.append(iterator)
+            break
     while active:
         iterator = active.popleft()
-        try:
-            item = next(iterator)
-        except StopIteration:
-            continue
-        yield item
-        active.append(iterator)
+        for item in iterator:
+            yield item
+            active.append(iterator)
+            break
 
 
 def _materialize(slots, anchor, assignment):
@@ -558,45 +611,74 @@ def _identity(request):
                       for suffix, rps in request.mappings.items()))
 
 
-def find_candidates(snapshot, groups, wide, settings=None,
-                    in_tree_roots=None, anchors=None):
-    """Allocation candidates for ``groups`` (request order) on ``snapshot``.
+class _Batches:
+    """Cut the roots to visit into batches to load.
 
-    ``in_tree_roots``: {group index: root uuid of its in_tree provider};
-    the caller returns no candidates when such a provider does not exist.
-    ``anchors``: optional set of root uuids outside which no candidate can
-    be anchored (what the store's probes proved).
+    Without a limit they double up to a bound; with one they are sized from
+    the candidates found per root so far, so a limited request loads little
+    more than the trees its answer comes from.
+    """
+    first = 32
+    largest = 2048
+
+    def __init__(self, wanted):
+        self.wanted = wanted
+        self.visited = 0
+        self.produced = 0
+        self.size = self.first
+
+    def cut(self, items):
+        start = 0
+        while start < len(items):
+            batch = items[start:start + self.size]
+            start += len(batch)
+            yield batch
+            self.size = self._next_size()
+
+    def _next_size(self):
+        if self.wanted is None or not self.produced:
+            return min(self.size * 2, self.largest)
+        missing = max(self.wanted - self.produced, 0)
+        per_root = self.produced / self.visited
+        estimate = int(missing / per_root * 1.25) + 16
+        return max(self.first, min(estimate, self.largest))
+
+
+def find_candidates(snapshot, groups, wide, settings=None,
+                    in_tree_roots=None, anchors=None, load=None):
+    """Allocation candidates for ``groups`` (request order).
+
+    ``snapshot``: the trees loaded so far.  ``anchors``: the roots a
+    candidate may be anchored at, in the order to visit them (default: every
+    root of the snapshot, oldest first); roots not loaded yet are loaded
+    with ``load(roots) -> [ProviderNode]`` as the search reaches them (whole
+    trees; the sharing providers that reach them must be in the snapshot
+    already).  ``in_tree_roots``: {group index: root uuid of its in_tree
+    provider}; None there means the provider does not exist.
     """
     settings = settings or Settings()
     in_tree_roots = in_tree_roots or {}
-    allowed = _Everything() if anchors is None else set(anchors)
     rng = None
     if settings.randomize:
         rng = settings.rng or random.Random()
-
-    anchor_ok = _anchor_filter(snapshot, wide)
-    slots = []
     for index, group in enumerate(groups):
-        tree_root = in_tree_roots.get(index)
-        if group.in_tree is not None and tree_root is None:
+        if group.in_tree is not None and in_tree_roots.get(index) is None:
             return empty()
-        if group.use_same_provider:
-            made = [_granular_slot(snapshot, len(slots), group, tree_root,
-                                   anchor_ok, allowed)]
-        else:
-            made = _unsuffixed_slots(snapshot, len(slots), group, tree_root,
-                                     anchor_ok, allowed)
-            for offset, slot in enumerate(made):
-                slot.index = len(slots) + offset
-        slots.extend(made)
+    slots = _make_slots(groups, in_tree_roots)
     if not slots:
         return empty()
+    if anchors is None:
+        ordered = sorted(snapshot.trees, key=snapshot.root_key)
+    else:
+        ordered = list(anchors)
+    if rng is not None:
+        rng.shuffle(ordered)
 
     slots_by_suffix = collections.defaultdict(list)
     for slot in slots:
         slots_by_suffix[slot.suffix].append(slot.index)
     subtree_slots = []
-    for number, suffixes in enumerate(wide.same_subtrees or ()):
+    for suffixes in wide.same_subtrees or ():
         members = sorted({index for suffix in suffixes
                           for index in slots_by_suffix.get(suffix, ())})
         if len(members) < 2:
@@ -622,35 +704,53 @@ def find_candidates(snapshot, groups, wide, settings=None,
                              if unsuffixed else []),
         subtree_slots=subtree_slots,
         shared_classes={rc: totals[rc] for rc in totals if counts[rc] > 1})
-
-    candidate_anchors = set(slots[0].options)
-    for slot in slots[1:]:
-        candidate_anchors &= set(slot.options)
-    ordered = sorted(candidate_anchors, key=snapshot.root_key)
-    if rng is not None:
-        rng.shuffle(ordered)
-
-    def searches():
-        for anchor in ordered:
-            search = _AnchorSearch(anchor, slots, plan, rng=rng)
-            if search.plausible():
-                yield search
-
-    def stream(search):
-        for assignment in search.run():
-            yield search.anchor, assignment
-
-    if settings.strategy == BREADTH_FIRST:
-        produced = _roundrobin(stream(search) for search in searches())
-    else:
-        produced = itertools.chain.from_iterable(
-            stream(search) for search in searches())
-
+    anchor_ok = _anchor_filter(wide)
     limit = wide.limit
     # Old microversions list only the providers of the surviving requests
     # in the summaries, counted before the limit: enumerate everything.
     stop_at = limit if (limit and settings.nested_aware) else None
     maximum = settings.max_candidates
+    wanted = stop_at
+    if maximum >= 0:
+        wanted = maximum if wanted is None else min(wanted, maximum)
+    batches = _Batches(wanted)
+
+    def searches():
+        for batch in batches.cut(ordered):
+            missing = [anchor for anchor in batch
+                       if anchor not in snapshot.trees]
+            if missing and load is not None:
+                snapshot.add(load(missing))
+            for anchor in batch:
+                batches.visited += 1
+                anchor_node = snapshot.by_uuid.get(anchor)
+                if anchor_node is None or not anchor_ok(anchor_node):
+                    continue
+                candidates = snapshot.candidates_at(anchor)
+                options = {}
+                for slot in slots:
+                    options[slot.index] = slot.options_at(anchor_node,
+                                                          candidates)
+                    if not options[slot.index]:
+                        break
+                else:
+                    search = _AnchorSearch(anchor, slots, plan, options,
+                                           rng=rng)
+                    if search.plausible():
+                        yield search
+
+    def stream(search):
+        for assignment in search.run():
+            yield search.anchor, assignment
+
+    interleave = settings.strategy == BREADTH_FIRST or (
+        rng is not None and wide.limit and settings.max_candidates < 0)
+    if interleave:
+        produced = _roundrobin(stream(search) for search in searches())
+    else:
+        produced = itertools.chain.from_iterable(
+            stream(search) for search in searches())
+
     results = []
     seen = set()
     generated = 0
@@ -664,6 +764,7 @@ def find_candidates(snapshot, groups, wide, settings=None,
                 continue
             seen.add(identity)
         generated += 1
+        batches.produced = generated
         if not (exclude_nested and _nested(snapshot, request)):
             results.append(request)
         if maximum >= 0 and generated >= maximum:
@@ -691,14 +792,15 @@ def _nested(snapshot, request):
 def _summaries(snapshot, results, everything, nested_aware):
     roots = {snapshot.by_uuid[rp].root_uuid
              for request in results for rp in request.allocations}
-    if nested_aware:
-        chosen = [node for node in snapshot.providers
-                  if node.root_uuid in roots]
-    else:
+    used = None
+    if not nested_aware:
         used = {rp for request in everything for rp in request.allocations}
-        chosen = [node for node in snapshot.providers
-                  if node.uuid in used and node.root_uuid in roots]
-    return [summarize(node) for node in chosen]
+    summaries = []
+    for root in sorted(roots, key=snapshot.root_key):
+        for node in snapshot.trees[root]:
+            if used is None or node.uuid in used:
+                summaries.append(summarize(node))
+    return summaries
 
 
 def summarize(node):
@@ -744,11 +846,18 @@ class Probe:
                 'roots_only': self.roots_only}
 
 
-@dataclasses.dataclass
-class ProbeRow:
-    uuid: str
-    root_uuid: str
-    anchors: tuple = ()   # aggregate mates' roots, for sharing providers
+@dataclasses.dataclass(frozen=True)
+class ProbeResult:
+    """What a probe matched: the roots of the matching providers, the
+    roots the matching sharing providers reach beyond their own, and (for
+    aggregate probes) the matching providers."""
+    roots: frozenset = frozenset()
+    reach: frozenset = frozenset()
+    uuids: frozenset = frozenset()
+
+    @property
+    def anchors(self):
+        return self.roots | self.reach
 
 
 def plan_probes(groups, wide, in_tree_roots=None):
@@ -773,25 +882,16 @@ def plan_probes(groups, wide, in_tree_roots=None):
     return probes
 
 
-def _probe_anchors(probe, rows):
-    anchors = set()
-    for row in rows:
-        if probe.roots_only:
-            anchors.add(row.uuid)
-        else:
-            anchors.add(row.root_uuid)
-            anchors.update(row.anchors)
-    return anchors
-
-
-def group_anchors(probes, rows_by_key):
+def group_anchors(probes, results):
     """{group index (None: request wide): anchors allowed by its probes}.
 
     A group without probes is absent (it does not narrow anything).
     """
     bounds = {}
     for probe in probes:
-        anchors = _probe_anchors(probe, rows_by_key.get(probe.key, ()))
+        result = results.get(probe.key, ProbeResult())
+        # Root providers asked for by root_required anchor themselves only.
+        anchors = set(result.roots if probe.roots_only else result.anchors)
         if probe.group in bounds:
             bounds[probe.group] &= anchors
         else:
@@ -799,9 +899,9 @@ def group_anchors(probes, rows_by_key):
     return bounds
 
 
-def candidate_roots(probes, rows_by_key):
+def candidate_roots(probes, results):
     """The anchors every probed group allows, or None when no probe ran."""
-    bounds = group_anchors(probes, rows_by_key)
+    bounds = group_anchors(probes, results)
     if not bounds:
         return None
     return set.intersection(*bounds.values())
@@ -824,7 +924,7 @@ class UnknownTrait(Exception):
 
 
 def check_request(groups, wide, unknown_classes, unknown_traits,
-                  in_tree_roots, probes, rows_by_key):
+                  in_tree_roots, probes, results):
     """Raise what Placement raises first; False when it would find nothing.
 
     Placement validates names while it searches, group after group, and
@@ -838,7 +938,7 @@ def check_request(groups, wide, unknown_classes, unknown_traits,
     for name in sorted(wide.root_forbidden or ()):
         if name in unknown_traits:
             raise UnknownTrait(name)
-    bounds = group_anchors(probes, rows_by_key)
+    bounds = group_anchors(probes, results)
     if wide.root_required and not bounds.get(None):
         return False
     by_group = collections.defaultdict(list)
@@ -853,7 +953,7 @@ def check_request(groups, wide, unknown_classes, unknown_traits,
             for probe in by_group[index]:
                 if probe.kind != 'aggs':
                     continue
-                found = {row.uuid for row in rows_by_key.get(probe.key, ())}
+                found = results.get(probe.key, ProbeResult()).uuids
                 members = found if members is None else members & found
             if not members:
                 return False
@@ -867,7 +967,8 @@ def check_request(groups, wide, unknown_classes, unknown_traits,
         if group.in_tree is not None and in_tree_roots.get(index) is None:
             return False
         for probe in by_group[index]:
-            if probe.kind == 'rc' and not rows_by_key.get(probe.key):
+            if probe.kind == 'rc' and not results.get(
+                    probe.key, ProbeResult()).roots:
                 return False
         if index in bounds and not bounds[index]:
             return False

@@ -1,154 +1,316 @@
 """The reads behind GET /allocation_candidates.
 
-Two steps, each a handful of static statements whatever the request:
+A handful of static statements, whatever the request:
 
-1. Probes bound the roots a candidate can be anchored at.  Each probe
-   starts from an index (a trait, an aggregate, a resource class) and
-   returns the providers it matches with their root and, for sharing
-   providers, the roots of their aggregate mates.  The selective probes
-   (traits, aggregates) run first; the resource probes then only return
-   providers in the roots those allowed (sharing providers always, they
-   reach across trees).
-2. ``SNAPSHOT`` loads the whole trees of the surviving roots, plus the
-   trees of the sharing providers associated with them by aggregate, with
-   traits, aggregates and inventories (``used`` is kept on the PROVIDES
-   edge, so no allocation is read).
+* ``SHARING`` lists the sharing providers (MISC_SHARES_VIA_AGGREGATE, few
+  in any cloud) with the roots of their aggregate mates: the trees each
+  one can serve.
+* Probes bound the roots a candidate can be anchored at.  Each starts from
+  an index (a trait, an aggregate, a resource class) and returns the roots
+  of the providers it matches.  The selective probes (traits, aggregates)
+  run first; the resource probes then only look in the trees those
+  allowed (and the sharing providers', which reach across trees).
+* ``ROOTS`` orders the surviving roots by creation.
+* ``TREES`` loads whole trees, with traits, aggregates and inventories
+  (``used`` is kept on the PROVIDES edge: no allocation is read).  The
+  search asks for them in batches, in the order it visits roots, sized so
+  that a request with a limit stops loading when it has its candidates.
 
-The search itself is ``domain.candidates``.
+Probes and ``ROOTS`` answer with one row of lists and ``TREES`` with one
+string per inventory: decoding many small values costs far more than the
+queries themselves.  The search is ``domain.candidates``.
 """
+import weakref
+
 from tachyon_placement.domain import candidates as domain
 from tachyon_placement.domain import models
+from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.graph.cypher import Statement
 
-# For a sharing provider, the roots of every provider in one of its
-# aggregates (itself included).
-_MATES = ('CASE WHEN sharing THEN '
-          '[(rp)-[:MEMBER_OF]->(:Aggregate)<-[:MEMBER_OF]-'
-          '(mate:ResourceProvider) | mate.root_uuid] ELSE [] END')
-_IS_SHARING = ('size([(rp)-[:HAS_TRAIT]->(shares:Trait {name: $sharing}) '
-               '| shares]) > 0')
+SHARING = Statement('cand_sharing', common="""
+MATCH (:Trait {name: $sharing})<-[:HAS_TRAIT]-(rp:ResourceProvider)
+OPTIONAL MATCH (rp)-[:MEMBER_OF]->(:Aggregate)<-[:MEMBER_OF]-
+               (mate:ResourceProvider)
+RETURN rp.uuid AS uuid, rp.root_uuid AS root_uuid,
+       collect(DISTINCT mate.root_uuid) AS mates
+""")
 
+# One row per probe: the roots of the matching providers and, for
+# aggregates, the matching providers themselves.  A sharing provider
+# counts as matched when its root is listed (a bound may be loose, never
+# too tight).
 PROBE_TRAITS = Statement('cand_probe_traits', common="""
 UNWIND $probes AS probe
-MATCH (t:Trait)<-[:HAS_TRAIT]-(rp:ResourceProvider)
-WHERE t.name IN probe.names
-  AND (NOT probe.roots_only OR rp.parent_uuid IS NULL)
-WITH DISTINCT probe.key AS key, probe.roots_only AS roots_only, rp
-WITH key, rp, NOT roots_only AND %s AS sharing
-RETURN key, rp.uuid AS uuid, rp.root_uuid AS root_uuid, %s AS anchors
-""" % (_IS_SHARING, _MATES))
+UNWIND probe.names AS trait_name
+MATCH (:Trait {name: trait_name})<-[:HAS_TRAIT]-(rp:ResourceProvider)
+WHERE NOT probe.roots_only OR rp.parent_uuid IS NULL
+RETURN probe.key AS key, collect(DISTINCT rp.root_uuid) AS roots,
+       [] AS uuids
+""")
 
 PROBE_AGGREGATES = Statement('cand_probe_aggregates', common="""
 UNWIND $probes AS probe
-MATCH (a:Aggregate)<-[:MEMBER_OF]-(rp:ResourceProvider)
-WHERE a.uuid IN probe.names
-WITH DISTINCT probe.key AS key, rp
-WITH key, rp, %s AS sharing
-RETURN key, rp.uuid AS uuid, rp.root_uuid AS root_uuid, %s AS anchors
-""" % (_IS_SHARING, _MATES))
+UNWIND probe.names AS agg_uuid
+MATCH (:Aggregate {uuid: agg_uuid})<-[:MEMBER_OF]-(rp:ResourceProvider)
+RETURN probe.key AS key, collect(DISTINCT rp.root_uuid) AS roots,
+       collect(DISTINCT rp.uuid) AS uuids
+""")
 
-# The capacity test is Placement's; the domain repeats it exactly, this
-# only has to keep every provider that could pass.  $roots null: no bound.
-PROBE_RESOURCES = Statement('cand_probe_resources', common="""
-UNWIND $probes AS probe
-MATCH (:ResourceClass {name: probe.rc})<-[inv:PROVIDES]-(rp:ResourceProvider)
+# Placement's capacity test; the domain repeats it exactly, this only has
+# to keep every provider that could pass.
+_HAS_ROOM = """
 WHERE (probe.root IS NULL OR rp.root_uuid = probe.root)
   AND coalesce(inv.used, 0) + probe.amount <=
       (inv.total - coalesce(inv.reserved, 0))
       * coalesce(inv.allocation_ratio, 1.0)
   AND coalesce(inv.min_unit, 1) <= probe.amount
   AND coalesce(inv.max_unit, inv.total) >= probe.amount
-  AND probe.amount %% coalesce(inv.step_size, 1) = 0
-WITH probe.key AS key, rp, %s AS sharing
-WHERE $roots IS NULL OR sharing OR rp.root_uuid IN $roots
-RETURN key, rp.uuid AS uuid, rp.root_uuid AS root_uuid, %s AS anchors
-""" % (_IS_SHARING, _MATES))
+  AND probe.amount % coalesce(inv.step_size, 1) = 0
+RETURN probe.key AS key, collect(DISTINCT rp.root_uuid) AS roots,
+       [] AS uuids
+"""
 
-TREE_ROOTS = Statement('cand_tree_roots', common="""
+# Unbounded: from the resource class.
+PROBE_RESOURCES = Statement('cand_probe_resources', common="""
+UNWIND $probes AS probe
+MATCH (:ResourceClass {name: probe.rc})<-[inv:PROVIDES]-(rp:ResourceProvider)
+""" + _HAS_ROOM)
+
+# Bounded by the roots the other probes allowed: from those trees.
+PROBE_RESOURCES_IN_ROOTS = Statement(
+    'cand_probe_resources_in_roots', common="""
+UNWIND $roots AS wanted_root
+MATCH (rp:ResourceProvider {root_uuid: wanted_root})-[inv:PROVIDES]->
+      (rc:ResourceClass)
+UNWIND $probes AS probe
+WITH probe, rp, inv, rc
+WHERE rc.name = probe.rc
+WITH probe, rp, inv
+""" + _HAS_ROOM)
+
+PROVIDERS = Statement('cand_providers', common="""
 UNWIND $uuids AS wanted
 MATCH (rp:ResourceProvider {uuid: wanted})
 RETURN rp.uuid AS uuid, rp.root_uuid AS root_uuid
 """)
 
-# Whole trees of $roots and of the sharing providers that share an
-# aggregate with any provider in them.
-SNAPSHOT = Statement('cand_snapshot', common="""
-UNWIND $roots AS wanted_root
-MATCH (member:ResourceProvider {root_uuid: wanted_root})
-OPTIONAL MATCH (member)-[:MEMBER_OF]->(:Aggregate)<-[:MEMBER_OF]-
-               (sharer:ResourceProvider)-[:HAS_TRAIT]->
-               (:Trait {name: $sharing})
-WITH collect(DISTINCT sharer.root_uuid) AS sharing_roots
-UNWIND [r IN sharing_roots WHERE NOT r IN $roots] + $roots AS tree_root
-MATCH (rp:ResourceProvider {root_uuid: tree_root})
-RETURN rp.uuid AS uuid, rp.parent_uuid AS parent_uuid,
-       rp.root_uuid AS root_uuid, rp.seq AS seq,
-       [(rp)-[:HAS_TRAIT]->(t:Trait) | t.name] AS traits,
-       [(rp)-[:MEMBER_OF]->(a:Aggregate) | a.uuid] AS aggregates,
-       [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
-        {resource_class: rc.name, total: inv.total, reserved: inv.reserved,
-         min_unit: inv.min_unit, max_unit: inv.max_unit,
-         step_size: inv.step_size, allocation_ratio: inv.allocation_ratio,
-         used: inv.used}] AS inventories
+# One row: creation seq and uuid of each of $uuids that is a root.
+ROOTS = Statement('cand_roots', common="""
+UNWIND $uuids AS wanted
+MATCH (rp:ResourceProvider {uuid: wanted})
+WHERE rp.parent_uuid IS NULL
+RETURN collect(rp.seq) AS seqs, collect(rp.uuid) AS uuids
 """)
+
+_INVENTORY_FIELDS = (('total', int), ('reserved', int), ('min_unit', int),
+                     ('max_unit', int), ('step_size', int),
+                     ('allocation_ratio', float), ('used', int))
+# "NAME total reserved ... used" (resource class names have no space); an
+# absent field is an empty word.
+_INVENTORY = " + ' ' + ".join(
+    ['rc.name'] + ["coalesce(toString(inv.%s), '')" % field
+                   for field, _kind in _INVENTORY_FIELDS])
+
+TREES = Statement('cand_trees', common="""
+UNWIND $roots AS wanted_root
+MATCH (rp:ResourceProvider {root_uuid: wanted_root})
+OPTIONAL MATCH (rp)-[:HAS_TRAIT]->(t:Trait)
+WITH rp, collect(t.name) AS traits
+OPTIONAL MATCH (rp)-[:MEMBER_OF]->(a:Aggregate)
+WITH rp, traits, collect(a.uuid) AS aggregates
+OPTIONAL MATCH (rp)-[inv:PROVIDES]->(rc:ResourceClass)
+RETURN rp.uuid AS uuid, rp.parent_uuid AS parent_uuid,
+       rp.root_uuid AS root_uuid, rp.seq AS seq, traits, aggregates,
+       collect(%s) AS inventories
+""" % _INVENTORY)
 
 _PROBE_STATEMENTS = {'traits': PROBE_TRAITS, 'aggs': PROBE_AGGREGATES,
                      'rc': PROBE_RESOURCES}
 
 
-def _inventory(data):
-    return models.Inventory(**{key: value for key, value in data.items()
-                               if value is not None})
+def _inventory(text):
+    name, *values = text.split(' ')
+    fields = {field: kind(float(value)) for (field, kind), value
+              in zip(_INVENTORY_FIELDS, values) if value != ''}
+    return models.Inventory(resource_class=name, **fields)
 
 
 class CandidateStore:
-    """Mixin of Store: what the allocation candidate search reads."""
+    """Mixin of Store: what the allocation candidate search reads.
 
-    def tree_roots(self, uuids):
-        """{provider uuid: its root uuid} for the providers that exist."""
+    ``candidate_reader()`` answers the same questions from the per-process
+    copy of the graph (graph/snapshot.py) when the store keeps one; the
+    methods here ask the engine.
+    """
+
+    def candidate_reader(self, in_memory=True):
+        worlds = getattr(self, 'worlds', None)
+        if in_memory and worlds is not None:
+            return WorldReader(worlds.current())
+        return self
+
+    def sharing_providers(self):
+        """{uuid: (root uuid, frozenset of the roots it can serve)} of
+        every sharing provider."""
+        return {row['uuid']: (row['root_uuid'],
+                              frozenset(row['mates']) | {row['root_uuid']})
+                for row in self.engine.read(
+                    SHARING, sharing=domain.SHARING_TRAIT)}
+
+    def provider_roots(self, uuids):
+        """{uuid: its root uuid} for the providers that exist."""
         if not uuids:
             return {}
         return {row['uuid']: row['root_uuid']
-                for row in self.engine.read(TREE_ROOTS,
+                for row in self.engine.read(PROVIDERS,
                                             uuids=sorted(set(uuids)))}
 
-    def run_probes(self, probes, roots=None):
-        """{probe key: [domain.ProbeRow]} for ``probes`` of any kinds.
+    def order_roots(self, uuids):
+        """The root providers among ``uuids``, oldest first."""
+        if not uuids:
+            return []
+        rows = self.engine.read(ROOTS, uuids=sorted(uuids))
+        if not rows:
+            return []
+        return [uuid for _seq, uuid in sorted(
+            zip((seq or 0 for seq in rows[0]['seqs']), rows[0]['uuids']))]
 
-        ``roots`` (resource probes only): ignore non-sharing providers
-        outside these roots.
+    def run_probes(self, probes, sharing, roots=None):
+        """{probe key: domain.ProbeResult} for ``probes`` of any kinds.
+
+        ``sharing`` as returned by sharing_providers(); ``roots`` (resource
+        probes only): look in these trees (and the sharing providers')
+        only.
         """
-        found = {probe.key: [] for probe in probes}
+        found = {probe.key: domain.ProbeResult() for probe in probes}
         by_kind = {}
         for probe in probes:
             by_kind.setdefault(probe.kind, []).append(probe.as_params())
+        reach_of_root = {}
+        for root, reach in sharing.values():
+            reach_of_root.setdefault(root, set()).update(reach)
         for kind, params in sorted(by_kind.items()):
+            statement = _PROBE_STATEMENTS[kind]
             extra = {}
-            if kind == 'rc':
-                extra['roots'] = sorted(roots) if roots is not None else None
-            rows = self.engine.read(_PROBE_STATEMENTS[kind], probes=params,
-                                    sharing=domain.SHARING_TRAIT, **extra)
-            for row in rows:
-                found[row['key']].append(domain.ProbeRow(
-                    uuid=row['uuid'], root_uuid=row['root_uuid'],
-                    anchors=tuple(row['anchors'] or ())))
+            if kind == 'rc' and roots is not None:
+                statement = PROBE_RESOURCES_IN_ROOTS
+                extra['roots'] = sorted(set(roots) | set(reach_of_root))
+            for row in self.engine.read(statement, probes=params, **extra):
+                uuids = frozenset(row['uuids'])
+                reach = set()
+                if kind == 'aggs':
+                    # Exactly the sharing providers in the aggregates.
+                    for uuid in uuids.intersection(sharing):
+                        reach |= sharing[uuid][1]
+                else:
+                    for root in row['roots']:
+                        reach |= reach_of_root.get(root, set())
+                found[row['key']] = domain.ProbeResult(
+                    roots=frozenset(row['roots']), reach=frozenset(reach),
+                    uuids=uuids)
         return found
 
-    def candidate_snapshot(self, roots):
-        """domain.Snapshot of the trees of ``roots`` and of the sharing
-        providers associated with them."""
+    def candidate_trees(self, roots):
+        """[domain.ProviderNode] of the whole trees of ``roots``."""
         if not roots:
-            return domain.Snapshot([])
-        rows = self.engine.read(SNAPSHOT, roots=sorted(roots),
-                                sharing=domain.SHARING_TRAIT)
-        nodes = {}
-        for row in rows:
-            if row['uuid'] in nodes:
-                continue
-            nodes[row['uuid']] = domain.ProviderNode(
+            return []
+        nodes = []
+        for row in self.engine.read(TREES, roots=sorted(roots)):
+            inventories = [_inventory(text) for text in row['inventories']]
+            nodes.append(domain.ProviderNode(
                 row['uuid'], parent_uuid=row['parent_uuid'],
                 root_uuid=row['root_uuid'], seq=row['seq'],
                 traits=row['traits'], aggregates=row['aggregates'],
-                inventories={inv['resource_class']: _inventory(inv)
-                             for inv in row['inventories']})
-        return domain.Snapshot(nodes.values())
+                inventories={inventory.resource_class: inventory
+                             for inventory in inventories}))
+        return nodes
+
+
+# Per World (immutable, one per graph version): the sharing providers.
+_SHARING_BY_WORLD = weakref.WeakKeyDictionary()
+
+
+class WorldReader:
+    """CandidateStore's reads, answered from an in-memory World."""
+
+    def __init__(self, world):
+        self.world = world
+
+    def sharing_providers(self):
+        world = self.world
+        found = _SHARING_BY_WORLD.get(world)
+        if found is None:
+            found = {}
+            for record in world.by_trait.get(domain.SHARING_TRAIT, ()):
+                reach = {record.root_uuid}
+                for agg in record.aggregates:
+                    reach.update(mate.root_uuid
+                                 for mate in world.by_aggregate[agg])
+                found[record.uuid] = (record.root_uuid, frozenset(reach))
+            _SHARING_BY_WORLD[world] = found
+        return found
+
+    def provider_roots(self, uuids):
+        records = self.world.records
+        return {uuid: records[uuid].root_uuid for uuid in uuids
+                if uuid in records}
+
+    def order_roots(self, uuids):
+        records = self.world.records
+        roots = [records[uuid] for uuid in uuids if uuid in records
+                 and records[uuid].parent_uuid is None]
+        return [record.uuid for record in sorted(
+            roots, key=lambda record: (record.seq, record.uuid))]
+
+    def run_probes(self, probes, sharing, roots=None):
+        world = self.world
+        reach_of_root = {}
+        for root, reach in sharing.values():
+            reach_of_root.setdefault(root, set()).update(reach)
+        in_roots = None
+        if roots is not None:
+            in_roots = [record
+                        for root in set(roots) | set(reach_of_root)
+                        for record in world.trees.get(root, ())]
+        found = {}
+        for probe in probes:
+            if probe.kind == 'traits':
+                matched = [record for name in probe.names
+                           for record in world.by_trait.get(name, ())
+                           if not probe.roots_only
+                           or record.parent_uuid is None]
+            elif probe.kind == 'aggs':
+                matched = [record for agg in probe.names
+                           for record in world.by_aggregate.get(agg, ())]
+            else:
+                pool = (world.by_class.get(probe.rc, ())
+                        if in_roots is None else in_roots)
+                matched = [record for record in pool
+                           if (probe.root is None
+                               or record.root_uuid == probe.root)
+                           and provider_rules.has_capacity(
+                               record.inventories.get(probe.rc),
+                               probe.amount)]
+            matched_roots = frozenset(record.root_uuid for record in matched)
+            uuids = frozenset()
+            reach = set()
+            if probe.kind == 'aggs':
+                uuids = frozenset(record.uuid for record in matched)
+                for uuid in uuids.intersection(sharing):
+                    reach |= sharing[uuid][1]
+            else:
+                for root in matched_roots:
+                    reach |= reach_of_root.get(root, set())
+            found[probe.key] = domain.ProbeResult(
+                roots=matched_roots, reach=frozenset(reach), uuids=uuids)
+        return found
+
+    def candidate_trees(self, roots):
+        trees = self.world.trees
+        return [
+            domain.ProviderNode(
+                record.uuid, parent_uuid=record.parent_uuid,
+                root_uuid=record.root_uuid, seq=record.seq,
+                traits=record.traits, aggregates=record.aggregates,
+                inventories=record.inventories)
+            for root in roots for record in trees.get(root, ())]

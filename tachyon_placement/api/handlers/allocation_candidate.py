@@ -169,8 +169,13 @@ def _settings(req):
 
 
 def find(req, groups, wide):
-    """The domain.Candidates for a parsed request."""
+    """The domain.Candidates for a parsed request.
+
+    The reads come from the process's in-memory copy of the graph when the
+    store keeps one, from the engine otherwise (same answers).
+    """
     store = req.store
+    reader = store.candidate_reader()
     classes = {rc for group in groups for rc in group.resources}
     traits = set(wide.root_required) | set(wide.root_forbidden)
     for group in groups:
@@ -179,15 +184,17 @@ def find(req, groups, wide):
             traits |= any_of
     unknown_classes = store.missing_resource_classes(classes)
     unknown_traits = store.missing_traits(traits)
-    roots_of = store.tree_roots(
+    located = reader.provider_roots(
         {group.in_tree for group in groups if group.in_tree})
-    in_tree_roots = {index: roots_of.get(group.in_tree)
-                     for index, group in enumerate(groups) if group.in_tree}
+    in_tree_roots = {index: located[group.in_tree]
+                     for index, group in enumerate(groups)
+                     if group.in_tree in located}
+    sharing = reader.sharing_providers()
 
     probes = domain.plan_probes(groups, wide, in_tree_roots)
     selective = [probe for probe in probes if probe.selective]
     resource_probes = [probe for probe in probes if not probe.selective]
-    rows = store.run_probes(selective) if selective else {}
+    rows = reader.run_probes(selective, sharing) if selective else {}
     bound = None
     if not (unknown_classes or unknown_traits):
         # With a name unknown the request fails or finds nothing; the
@@ -195,9 +202,11 @@ def find(req, groups, wide):
         # Placement reports first.
         bound = domain.candidate_roots(selective, rows)
     if bound is not None and not bound:
-        rows.update({probe.key: [] for probe in resource_probes})
+        rows.update({probe.key: domain.ProbeResult()
+                     for probe in resource_probes})
     else:
-        rows.update(store.run_probes(resource_probes, roots=bound))
+        rows.update(reader.run_probes(resource_probes, sharing,
+                                      roots=bound))
 
     try:
         viable = domain.check_request(groups, wide, unknown_classes,
@@ -209,23 +218,28 @@ def find(req, groups, wide):
             'resource class %s.' % exc.name)
     except domain.UnknownTrait as exc:
         raise errors.BadRequest('No such trait(s): %s.' % exc.name)
-    if not viable:
-        return domain.empty()
-    roots = domain.candidate_roots(probes, rows)
+    roots = domain.candidate_roots(probes, rows) if viable else None
     if not roots:
         return domain.empty()
-    snapshot = store.candidate_snapshot(roots)
-    return domain.find_candidates(snapshot, groups, wide, _settings(req),
-                                  in_tree_roots=in_tree_roots, anchors=roots)
+    # Visit the roots oldest first; load the trees of the sharing providers
+    # that reach them up front, the others as the search gets to them.
+    snapshot = domain.Snapshot(
+        reader.candidate_trees({root for root, reach in sharing.values()
+                                if reach & roots}),
+        mates={uuid: reach for uuid, (_root, reach) in sharing.items()})
+    return domain.find_candidates(
+        snapshot, groups, wide, _settings(req), in_tree_roots=in_tree_roots,
+        anchors=reader.order_roots(roots), load=reader.candidate_trees)
 
 
 def _render_requests(req, requests):
     if not req.has('allocations_dict'):
-        return [{'allocations': [
-                    {'resource_provider': {'uuid': rp_uuid},
-                     'resources': resources}
-                    for rp_uuid, resources in request.allocations.items()]}
-                for request in requests]
+        return [
+            {'allocations': [{'resource_provider': {'uuid': rp_uuid},
+                              'resources': resources}
+                             for rp_uuid, resources
+                             in request.allocations.items()]}
+            for request in requests]
     with_mappings = req.has('mappings')
     rendered = []
     for request in requests:

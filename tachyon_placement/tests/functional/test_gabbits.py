@@ -1,20 +1,102 @@
 """Our own gabbi tests: every ``gabbits/*.yaml`` at the top of the repo.
 
-Each YAML test is a pytest item (gabbi's pytest plugin starts a file's
-fixtures before its first selected test and stops them after its last).
+Each YAML test is a pytest item.  A file's fixtures start before its first
+selected test and stop when the next file starts (or at the end); a test
+selected alone runs the tests before it in its file first, as gabbi does.
 Fixtures come from ``fixtures.ours``: the upstream fixture names plus ours.
+
+The upstream allocation candidate files also run here once more, with the
+candidate reads going to the engine instead of the in-memory copy of the
+graph, so both readers stay equivalent.
 """
 import pathlib
+import unittest
+import uuid
 
 from gabbi import driver
-from gabbi.driver import test_pytest  # noqa: F401 - the parametrized test
+from gabbi import handlers
+from gabbi import suitemaker
+from gabbi import utils
+import pytest
 
 from tachyon_placement.tests.functional.fixtures import ours
+from tachyon_placement.tests.functional import test_upstream_gabbits
 
 GABBITS = pathlib.Path(__file__).resolve().parents[3] / 'gabbits'
 
+UPSTREAM_CANDIDATE_FILES = (
+    'allocation-candidates', 'allocation-candidates-any-traits',
+    'allocation-candidates-any-traits-groups',
+    'allocation-candidates-bug-1792503',
+    'allocation-candidates-mappings-numa',
+    'allocation-candidates-mappings-sharing',
+    'allocation-candidates-member-of', 'allocation-candidates-root-required',
+    'allocations-mappings', 'granular', 'granular-same-subtree',
+    'same-subtree-deep', 'shared-resources',
+)
 
-def pytest_generate_tests(metafunc):
-    driver.py_test_generator(
-        str(GABBITS), intercept=ours.setup_app, fixture_module=ours,
-        test_loader_name=__name__, metafunc=metafunc, safe_yaml=True)
+
+def _load():
+    """({file: GabbiSuite}, {test id: (file, case)}) in file order."""
+    suites, cases = {}, {}
+    top = driver.build_tests(
+        str(GABBITS), unittest.TestLoader(), intercept=ours.setup_app,
+        fixture_module=ours, test_loader_name=__name__, safe_yaml=True)
+    for file_suite in top:
+        tests = list(file_suite)
+        if not tests:
+            continue
+        # gabbi names each case "<file>_<test name>" (no "_" in files).
+        name = tests[0].__class__.__name__.split('_', 1)[0]
+        suites[name] = file_suite
+        for case in tests:
+            cases['%s: %s' % (name, case.test_data['name'])] = (name, case)
+    return suites, cases
+
+
+SUITES, CASES = _load()
+
+
+@pytest.fixture(scope='module')
+def running():
+    """The file whose fixtures are up: {'name', 'suite'}."""
+    state = {'name': None, 'suite': None}
+    yield state
+    if state['suite'] is not None:
+        state['suite'].stop()
+
+
+@pytest.mark.parametrize('test_id', list(CASES))
+def test_gabbi(test_id, running):
+    name, case = CASES[test_id]
+    if running['name'] != name:
+        if running['suite'] is not None:
+            running['suite'].stop()
+            running.update(name=None, suite=None)
+        SUITES[name].start(unittest.TestResult())
+        running.update(name=name, suite=SUITES[name])
+    result = unittest.TestResult()
+    case.run(result)
+    failures = result.failures + result.errors
+    if failures:
+        pytest.fail(failures[0][1], pytrace=False)
+    if result.skipped:
+        pytest.skip(result.skipped[0][1])
+
+
+@pytest.mark.parametrize('name', UPSTREAM_CANDIDATE_FILES)
+def test_upstream_candidates_from_engine_reads(name):
+    directory = test_upstream_gabbits.gabbits_dir()
+    suite = suitemaker.test_suite_from_dict(
+        unittest.TestLoader(), name,
+        utils.load_yaml(yaml_file='%s/%s.yaml' % (directory, name),
+                        safe=True),
+        directory, str(uuid.uuid4()), None, ours.ENGINE_READS,
+        ours.setup_app, test_loader_name='engine_reads',
+        handlers=[handler() for handler in handlers.RESPONSE_HANDLERS])
+    result = unittest.TestResult()
+    suite.run(result)
+    failures = result.failures + result.errors
+    assert not failures, '\n'.join(
+        '%s\n%s' % (test.id(), text[-1500:]) for test, text in failures[:3])
+    assert not result.skipped
