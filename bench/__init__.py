@@ -1,0 +1,1 @@
+"""Benchmark harness: Tachyon against upstream Placement (python -m bench)."""

@@ -1,0 +1,360 @@
+"""Tachyon vs upstream Placement, side by side on the same seeded cloud.
+
+    python -m bench --hosts 1000
+    tox -e bench -- --hosts 1000
+
+Starts both services under gunicorn (Placement 16.0.0 from PyPI on a
+private MariaDB, Tachyon on its embedded FalkorDB), loads the same cloud
+into both over the API, runs the workloads interleaving the two services,
+checks that nothing is over-allocated, prints a table and writes
+bench/results/<timestamp>.json.  Everything it started is stopped at the
+end, on error, on Ctrl-C, on SIGTERM and when --timeout expires.
+"""
+import argparse
+import datetime
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+
+from bench import client as http
+from bench import cloud as cloud_mod
+from bench import report
+from bench import services as svcs
+from bench import workloads as wl
+
+SCHED_QUERY = 'flat (%s)' % wl.FLAT['resources']
+
+
+class Interrupted(BaseException):
+    pass
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog='python -m bench', description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--hosts', type=int, default=1000,
+                   help='compute hosts in the seeded cloud (default 1000)')
+    p.add_argument('--seed', type=int, default=42)
+    p.add_argument('--services', default='placement,tachyon',
+                   help='which services to run (default both; one alone '
+                        'gives no ratios)')
+    p.add_argument('--workers', type=int, default=2,
+                   help='gunicorn workers, both services (default 2)')
+    p.add_argument('--threads', type=int, default=4,
+                   help='gunicorn threads per worker (gthread, default 4)')
+    p.add_argument('--load-workers', type=int, default=16,
+                   help='client threads loading the cloud (default 16)')
+    p.add_argument('--requests', type=int, default=30,
+                   help='measured requests per service per read workload '
+                        '(default 30)')
+    p.add_argument('--read-seconds', type=float, default=180,
+                   help='time cap per read workload, both services '
+                        '(default 180)')
+    p.add_argument('--workloads', default=None,
+                   help='comma separated read workloads to run (default '
+                        'all: ac_flat,ac_nested,ac_sriov,ac_sharing,'
+                        'rp_filter,rp_in_tree; "none" for none)')
+    p.add_argument('--concurrency', default='1,4,16',
+                   help='scheduling loop concurrency levels (default '
+                        '1,4,16; "none" to skip)')
+    p.add_argument('--sched-seconds', type=float, default=20,
+                   help='scheduling loop time per service per level '
+                        '(default 20)')
+    p.add_argument('--slice-seconds', type=float, default=2.5,
+                   help='interleaving slice of the scheduling loop '
+                        '(default 2.5)')
+    p.add_argument('--race-concurrency', type=int, default=16,
+                   help='clients in the fill race (0 to skip; default 16)')
+    p.add_argument('--race-seconds', type=float, default=300)
+    p.add_argument('--backoff-scale', type=float, default=0.05,
+                   help="scale of Nova's 409 retry sleep uniform(0, 2*try) "
+                        "s (default 0.05)")
+    p.add_argument('--check-sample', type=int, default=500,
+                   help='providers checked at random besides the touched '
+                        'ones (default 500)')
+    p.add_argument('--full-check', action='store_true',
+                   help='check the usages of every provider')
+    p.add_argument('--conf', action='append', default=[],
+                   metavar='SECTION.KEY=VALUE',
+                   help='config option for both services (repeatable), '
+                        'e.g. placement.max_allocation_candidates=1000')
+    p.add_argument('--placement-conf', action='append', default=[],
+                   metavar='SECTION.KEY=VALUE')
+    p.add_argument('--tachyon-conf', action='append', default=[],
+                   metavar='SECTION.KEY=VALUE')
+    p.add_argument('--mariadb-buffer-pool', default='256M')
+    p.add_argument('--tachyon-python', default=None,
+                   help='interpreter that can import tachyon_placement '
+                        '(default: this one if it can, else a venv in '
+                        'bench/.work)')
+    p.add_argument('--timeout', type=float, default=None,
+                   help='stop everything after this many seconds (default '
+                        '3600 + 0.6 s per host)')
+    p.add_argument('--output', default=None,
+                   help='results file (default bench/results/<time>.json)')
+    args = p.parse_args(argv)
+    args.services = [s.strip() for s in args.services.split(',')
+                     if s.strip()]
+    for s in args.services:
+        if s not in ('placement', 'tachyon'):
+            p.error('unknown service %r' % s)
+    names = [w.name for w in wl.read_workloads(cloud_mod.build_cloud(1))]
+    if args.workloads is None:
+        args.workloads = names
+    elif args.workloads == 'none':
+        args.workloads = []
+    else:
+        args.workloads = [w.strip() for w in args.workloads.split(',')]
+        for w in args.workloads:
+            if w not in names:
+                p.error('unknown workload %r (known: %s)'
+                        % (w, ', '.join(names)))
+    if args.concurrency == 'none':
+        args.concurrency = []
+    else:
+        args.concurrency = [int(c) for c in args.concurrency.split(',')]
+    if args.hosts < 8:
+        p.error('--hosts must be at least 8')
+    if args.timeout is None:
+        args.timeout = 3600 + 0.6 * args.hosts
+    return args
+
+
+def machine_info():
+    info = {'cpus': os.cpu_count(), 'python': sys.version.split()[0],
+            'platform': platform.platform()}
+    try:
+        with open('/proc/meminfo') as f:
+            info['mem_total'] = f.readline().split(':')[1].strip()
+    except OSError:
+        pass
+    try:
+        rev = subprocess.run(['git', '-C', svcs.REPO_DIR, 'describe',
+                              '--always', '--dirty'], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        info['tachyon_git'] = rev or None
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return info
+
+
+def _say(msg):
+    svcs.log(msg)
+
+
+def run(args, results, started, sampler_box):
+    t0 = time.perf_counter()
+    cloud = cloud_mod.build_cloud(args.hosts, args.seed)
+    results['cloud'] = cloud.summary()
+    results['cloud']['build_seconds'] = round(time.perf_counter() - t0, 2)
+    _say('cloud: %(hosts)d hosts, %(providers)d providers, %(consumers)d '
+         'consumers' % results['cloud'])
+
+    # -- setup ---------------------------------------------------------------
+    services = []
+    if 'placement' in args.services:
+        py = svcs.placement_python(sys.executable)
+        services.append(svcs.PlacementService(
+            py, args.workers, args.threads, args.conf + args.placement_conf,
+            args.mariadb_buffer_pool))
+    if 'tachyon' in args.services:
+        py = svcs.tachyon_python(args.tachyon_python)
+        services.append(svcs.TachyonService(
+            py, args.workers, args.threads, args.conf + args.tachyon_conf))
+    for svc in services:
+        started.append(svc)
+        svc.start()
+        results['services'][svc.name] = dict(
+            label=svc.label, port=svc.port, python=svc.python,
+            **svc.describe())
+        _say('%s: listening on 127.0.0.1:%d' % (svc.label, svc.port))
+    for svc in services:
+        results['services'][svc.name]['packages'] = svcs.pip_freeze(
+            svc.python)
+    sampler = svcs.RssSampler(services)
+    sampler_box.append(sampler)
+    sampler.start()
+    clients = {svc.name: http.Client(svc.name, '127.0.0.1', svc.port)
+               for svc in services}
+
+    # -- load ----------------------------------------------------------------
+    sampler.set_phase('load')
+    for svc in services:
+        _say('%s: loading the cloud' % svc.label)
+        try:
+            res = cloud_mod.load_cloud(clients[svc.name], cloud,
+                                       args.load_workers, progress=_say)
+        except cloud_mod.LoadError as e:
+            res = {'error': str(e)}
+        res['rss_peak_mib'] = sampler.peak_mib(svc.name, 'load')
+        results['load'][svc.name] = res
+        _say('%s: loaded in %ss' % (svc.label, res.get('total_seconds')))
+    loaded = {n: c for n, c in clients.items()
+              if 'error' not in results['load'][n]}
+
+    def record(name, description, stats, kind):
+        sampler.sample()
+        entry = {'description': description}
+        for n, st in stats.items():
+            entry[n] = report.summarize(st, kind,
+                                        sampler.peak_mib(n, name))
+        entry['ratio'] = report.ratios(entry)
+        results['workloads'][name] = entry
+        return entry
+
+    # -- read workloads ------------------------------------------------------
+    for w in wl.read_workloads(cloud):
+        if w.name not in args.workloads or not loaded:
+            continue
+        _say('workload %s: %s' % (w.name, w.description))
+        sampler.set_phase(w.name)
+        stats = wl.run_read(w, loaded, args.requests, args.read_seconds)
+        entry = record(w.name, '%s: GET %s' % (w.description, w.url),
+                       stats, 'read')
+        entry['comparison'] = wl.compare_results(
+            w, {n: st.first_body for n, st in stats.items()}, cloud)
+        _say('  ' + '; '.join(
+            '%s p50 %s ms, %d errors' % (
+                n, (entry[n]['latency'] or {}).get('p50_ms'),
+                entry[n]['errors']) for n in stats))
+
+    # -- scheduling loop -----------------------------------------------------
+    touched = {n: set() for n in loaded}
+    for c in args.concurrency:
+        if not loaded:
+            break
+        name = 'sched_c%d' % c
+        _say('workload %s: scheduling loop, %d clients, %ss per service'
+             % (name, c, args.sched_seconds))
+        sampler.set_phase(name)
+        stats = wl.run_sched(loaded, c, args.sched_seconds,
+                             args.slice_seconds, cloud, seed=args.seed,
+                             backoff=args.backoff_scale)
+        for n, st in stats.items():
+            touched[n] |= st.touched
+        entry = record(name, 'scheduling loop, %d concurrent clients: GET '
+                       '/allocation_candidates %s, PUT /allocations on the '
+                       'first candidate, DELETE' % (c, SCHED_QUERY),
+                       stats, 'sched')
+        _say('  ' + '; '.join('%s %s claims/s, %d errors' % (
+            n, entry[n]['claims_per_s'], entry[n]['errors'])
+            for n in stats))
+
+    # -- fill race -----------------------------------------------------------
+    if args.race_concurrency and loaded:
+        name = 'race_c%d' % args.race_concurrency
+        _say('workload %s: filling the race aggregate (%d hosts)'
+             % (name, len(cloud.race_hosts())))
+        sampler.set_phase(name)
+        stats = {}
+        for n, cl in loaded.items():
+            stats[n] = wl.run_race(cl, cloud, args.race_concurrency,
+                                   args.race_seconds, seed=args.seed,
+                                   backoff=args.backoff_scale)
+            touched[n] |= stats[n].touched
+        entry = record(name, 'fill race, %d clients claim and keep %s on '
+                       'the race aggregate until no candidate is left'
+                       % (args.race_concurrency, SCHED_QUERY), stats,
+                       'sched')
+        _say('  ' + '; '.join('%s %d/%d claims, %d errors' % (
+            n, st.claims, st.expected, st.error_count)
+            for n, st in stats.items()))
+
+    # -- usage check ---------------------------------------------------------
+    sampler.set_phase('check')
+    for n, cl in loaded.items():
+        uuids, exact = wl.providers_to_check(
+            cloud, touched[n], args.check_sample, args.seed,
+            args.full_check)
+        _say('%s: checking the usages of %d providers'
+             % (results['services'][n]['label'], len(uuids)))
+        results['checks'][n] = wl.check_usages(cl, cloud, uuids, exact)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    started_at = datetime.datetime.now().strftime('%Y-%m-%dT%H:%M:%S')
+    results = {
+        'started': started_at,
+        'config': {k: v for k, v in vars(args).items()},
+        'machine': machine_info(),
+        'cloud': {}, 'services': {}, 'load': {}, 'workloads': {},
+        'checks': {}, 'error': None,
+    }
+    started, sampler_box = [], []
+
+    def on_signal(signum, frame):
+        raise Interrupted('signal %s' % signal.Signals(signum).name)
+
+    def on_alarm(signum, frame):
+        raise Interrupted('time limit (--timeout %ds) reached'
+                          % args.timeout)
+
+    # Also when started with SIGINT ignored (a background job of a script).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    signal.signal(signal.SIGALRM, on_alarm)
+    rc = 0
+    try:
+        with svcs.work_dir_lock():
+            svcs.reap_stale()
+            signal.alarm(int(args.timeout))
+            try:
+                run(args, results, started, sampler_box)
+            finally:
+                signal.alarm(0)
+                wl.STOP.set()
+                _cleanup(started, sampler_box, results)
+    except (KeyboardInterrupt, Interrupted) as e:
+        results['error'] = 'interrupted: %s' % (str(e) or 'Ctrl-C')
+        rc = 130
+    except svcs.SetupError as e:
+        results['error'] = 'setup failed: %s' % e
+        rc = 2
+    except Exception as e:
+        import traceback
+        traceback.print_exc()
+        results['error'] = '%s: %s' % (type(e).__name__, e)
+        rc = 1
+    results['finished'] = datetime.datetime.now().strftime(
+        '%Y-%m-%dT%H:%M:%S')
+    if results['cloud']:
+        print(report.render(results))
+        path = report.write(results, args.output)
+        print('Results: %s' % os.path.relpath(path))
+    elif results['error']:
+        print(results['error'], file=sys.stderr)
+    return rc
+
+
+def _cleanup(started, sampler_box, results):
+    """Stop everything we started; a second Ctrl-C does not interrupt."""
+    def patience(signum, frame):
+        svcs.log('stopping the services, please wait')
+    old = {s: signal.signal(s, patience)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for sampler in sampler_box:
+            sampler.stop()
+            for svc in started:
+                entry = results['services'].get(svc.name)
+                if entry is not None:
+                    entry['rss_peak_mib'] = sampler.peak_mib(svc.name)
+        for svc in reversed(started):
+            try:
+                svc.stop()
+            except Exception as e:     # keep stopping the others
+                svcs.log('stopping %s failed: %s' % (svc.name, e))
+        svcs.log('all services stopped')
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
