@@ -90,9 +90,18 @@ class Request(webob.Request):
         return extract_json(self.body, schema)
 
     def validate_query(self, schema):
+        # Placement validates the last value of a repeated key and its
+        # handlers use the first, so a bad first value ends in a 500 there;
+        # both are checked here, the last first for Placement's message.
+        last = dict(self.GET)
+        first = {}
+        for key, value in self.GET.items():
+            first.setdefault(key, value)
         try:
-            params = dict(self.GET)
-            jsonschema.validate(params, schema, format_checker=_FORMAT_CHECKER)
+            jsonschema.validate(last, schema, format_checker=_FORMAT_CHECKER)
+            if first != last:
+                jsonschema.validate(first, schema,
+                                    format_checker=_FORMAT_CHECKER)
         except (jsonschema.ValidationError, UnicodeDecodeError) as exc:
             raise errors.BadRequest(
                 'Invalid query string parameters: %(exc)s' % {'exc': exc})
