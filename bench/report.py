@@ -167,6 +167,9 @@ def _comparison(c):
         return 'same answers'
     text = 'DIFFER: %d only in P, %d only in T' % (
         c['only_in_placement'], c['only_in_tachyon'])
+    known = c.get('only_in_tachyon_placement_anchor_bug')
+    if known:
+        text += ' (%d: Placement anchor bug)' % known
     return text + (' (cut by limit)' if c['truncated_by_limit'] else '')
 
 

@@ -142,6 +142,10 @@ def compare_results(workload, bodies, cloud, limit=1000):
         kb = {p.get('uuid') for p in b.get('resource_providers') or ()}
         truncated = False
     names = cloud.by_uuid()
+    anchor_bug = 0
+    if workload.kind == 'candidates' and (na, nb) == ('placement',
+                                                      'tachyon'):
+        anchor_bug = _placement_anchor_bug(b, kb - ka, cloud)
 
     def show(key):
         if isinstance(key, tuple):
@@ -157,7 +161,34 @@ def compare_results(workload, bodies, cloud, limit=1000):
         'only_in_%s' % nb: len(kb - ka),
         'samples_only_in_%s' % na: [show(k) for k in sorted(ka - kb)[:3]],
         'samples_only_in_%s' % nb: [show(k) for k in sorted(kb - ka)[:3]],
+        'only_in_tachyon_placement_anchor_bug': anchor_bug,
     }
+
+
+def _placement_anchor_bug(tachyon_body, only_in_tachyon, cloud):
+    """How many of Tachyon's extra candidates Placement drops by its bug.
+
+    Placement 16.0.0 builds the allocation requests of a group that may
+    span providers (the unnumbered one) per anchor tree into a set whose
+    equality ignores the anchor; a request served by a sharing provider
+    alone is therefore kept for one arbitrary tree of the aggregate, and
+    every other tree loses it when numbered groups must join it (see
+    gabbits/candidates-sharing-anchors.yaml).  Those are the candidates
+    whose unnumbered group maps to sharing providers only.
+    """
+    sharing = {p.uuid for p in cloud.sharing}
+    count = 0
+    for areq in tachyon_body.get('allocation_requests') or ():
+        key = tuple(sorted(
+            (rp, rc, amount) for rp, alloc in areq['allocations'].items()
+            for rc, amount in (alloc.get('resources') or {}).items()))
+        if key not in only_in_tachyon:
+            continue
+        unnumbered = set((areq.get('mappings') or {}).get('', ()))
+        if unnumbered and unnumbered <= sharing and len(
+                areq.get('mappings') or {}) > 1:
+            count += 1
+    return count
 
 
 class Stats:
