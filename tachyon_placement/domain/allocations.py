@@ -54,8 +54,9 @@ class ConsumerRequest:
 class WritePlan:
     provider_guards: list   # [{'uuid', 'generation'}] sorted by uuid
     consumer_guards: list   # [{'uuid', 'generation' (None: must not exist)}]
-    consumers: list         # [{'uuid', 'project_id', 'user_id',
-                            #   'consumer_type', 'keep_type'}]
+    # consumers: [{'uuid', 'project_id', 'user_id', 'consumer_type',
+    # 'keep_type'}]
+    consumers: list
     allocations: list       # [{'consumer', 'rp', 'rc', 'used'}]
     deltas: list            # [{'rp', 'rc', 'delta'}]
     emptied: list           # consumer uuids left with no allocation

@@ -178,12 +178,14 @@ class AllocationStore:
         return states
 
     def provider_states(self, uuids):
-        return {row['uuid']: domain.ProviderState(
-                    uuid=row['uuid'], generation=row['generation'],
-                    inventories={inv['resource_class']: _inventory(inv)
-                                 for inv in row['inventories']})
-                for row in self.engine.read(PROVIDERS,
-                                            uuids=sorted(set(uuids)))}
+        rows = self.engine.read(PROVIDERS, uuids=sorted(set(uuids)))
+        states = {}
+        for row in rows:
+            states[row['uuid']] = domain.ProviderState(
+                uuid=row['uuid'], generation=row['generation'],
+                inventories={inv['resource_class']: _inventory(inv)
+                             for inv in row['inventories']})
+        return states
 
     def write_allocations(self, plan):
         """Apply a WritePlan; False when a guard failed (state changed)."""

@@ -52,13 +52,13 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path):
             with lock:
                 attempted[consumer] = wanted
             try:
-                status, _body = api.request('PUT', '/allocations/%s'
-                                            % consumer, {
-                    'allocations': {rp: {'resources': res}
-                                    for rp, res in wanted.items()},
-                    'project_id': 'p', 'user_id': 'u',
-                    'consumer_generation': None,
-                    'consumer_type': 'INSTANCE'})
+                status, _body = api.request(
+                    'PUT', '/allocations/%s' % consumer, {
+                        'allocations': {rp: {'resources': res}
+                                        for rp, res in wanted.items()},
+                        'project_id': 'p', 'user_id': 'u',
+                        'consumer_generation': None,
+                        'consumer_type': 'INSTANCE'})
             except OSError:
                 return  # the service is gone
             if status == 204:

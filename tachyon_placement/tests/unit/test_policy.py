@@ -249,8 +249,8 @@ def test_modes_coexist():
     legacy = _legacy()
     secure = _secure()
     assert _ctx(legacy, 'project_admin').can(reshaper.RESHAPE)
-    assert not _ctx(secure, 'project_admin').can(reshaper.RESHAPE,
-                                                  fatal=False)
+    assert not _ctx(secure, 'project_admin').can(
+        reshaper.RESHAPE, fatal=False)
     # Registering did not alter the module level defaults.
     rule = [r for r in policies.list_rules() if r.name == reshaper.RESHAPE]
     assert rule[0].check_str == 'rule:service_api'
@@ -259,8 +259,8 @@ def test_modes_coexist():
 def test_oslo_policy_default_is_secure():
     enforcer = policy.make_enforcer(_conf(),
                                     suppress_deprecation_warnings=True)
-    assert not _ctx(enforcer, 'project_admin').can(reshaper.RESHAPE,
-                                                    fatal=False)
+    assert not _ctx(enforcer, 'project_admin').can(
+        reshaper.RESHAPE, fatal=False)
 
 
 # ----------------------------------------------------------------- can()
