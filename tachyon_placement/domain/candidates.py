@@ -160,6 +160,23 @@ class Snapshot:
                 node.anchors = node.anchors.union(
                     *(members[agg] for agg in node.aggregates))
 
+    @classmethod
+    def extend(cls, indexed, nodes, mates):
+        """A snapshot of trees another snapshot indexed already plus
+        ``nodes``.
+
+        ``indexed``: {root uuid: [node]} taken as they are (shared, never
+        touched again: they must hold no sharing provider, whose anchors
+        depend on ``mates``).
+        """
+        snapshot = cls(mates=mates)
+        for root, tree in indexed.items():
+            snapshot.trees[root] = tree
+            for node in tree:
+                snapshot.by_uuid[node.uuid] = node
+        snapshot.add(nodes)
+        return snapshot
+
     def add(self, nodes):
         """Index whole trees (parents before children or not: any order)."""
         touched = set()

@@ -20,6 +20,7 @@ Probes and ``ROOTS`` answer with one row of lists and ``TREES`` with one
 string per inventory: decoding many small values costs far more than the
 queries themselves.  The search is ``domain.candidates``.
 """
+import threading
 import weakref
 
 from tachyon_placement.domain import candidates as domain
@@ -210,6 +211,16 @@ class CandidateStore:
                     uuids=uuids)
         return found
 
+    def search_snapshot(self, sharing, roots):
+        """(domain.Snapshot, load) for domain.find_candidates: the trees
+        of the sharing providers that reach ``roots`` up front, the others
+        loaded as the search gets to them."""
+        snapshot = domain.Snapshot(
+            self.candidate_trees({root for root, reach in sharing.values()
+                                  if reach & roots}),
+            mates={uuid: reach for uuid, (_root, reach) in sharing.items()})
+        return snapshot, self.candidate_trees
+
     def candidate_trees(self, roots):
         """[domain.ProviderNode] of the whole trees of ``roots``."""
         if not roots:
@@ -226,8 +237,13 @@ class CandidateStore:
         return nodes
 
 
-# Per World (immutable, one per graph version): the sharing providers.
+# Per World (immutable, one per graph version): the sharing providers and
+# the search's snapshot of every tree.
 _SHARING_BY_WORLD = weakref.WeakKeyDictionary()
+_SNAPSHOT_BY_WORLD = weakref.WeakKeyDictionary()
+_SNAPSHOT_LOCK = threading.Lock()
+# The (world, snapshot) built last: the next one reuses its unchanged trees.
+_LAST_SNAPSHOT = [None]
 
 
 class WorldReader:
@@ -304,6 +320,47 @@ class WorldReader:
             found[probe.key] = domain.ProbeResult(
                 roots=matched_roots, reach=frozenset(reach), uuids=uuids)
         return found
+
+    def search_snapshot(self, sharing, roots):
+        """Every tree, indexed once per World: nothing left to load."""
+        world = self.world
+        snapshot = _SNAPSHOT_BY_WORLD.get(world)
+        if snapshot is None:
+            with _SNAPSHOT_LOCK:
+                snapshot = _SNAPSHOT_BY_WORLD.get(world)
+                if snapshot is None:
+                    snapshot = self._build_snapshot(sharing)
+                    _SNAPSHOT_BY_WORLD[world] = snapshot
+                    _LAST_SNAPSHOT[0] = (world, snapshot)
+        return snapshot, None
+
+    def _build_snapshot(self, sharing):
+        """A domain.Snapshot of the whole World.
+
+        A tree whose records are the very objects of the World the last
+        snapshot was built from (a refresh shares unchanged records) keeps
+        that snapshot's nodes; trees with a sharing provider are always
+        rebuilt, its reach depending on other trees.
+        """
+        trees = self.world.trees
+        sharing_roots = {root for root, _reach in sharing.values()}
+        reused, fresh_roots = {}, []
+        last = _LAST_SNAPSHOT[0]
+        if last is not None:
+            last_trees, last_nodes = last[0].trees, last[1].trees
+        else:
+            last_trees, last_nodes = {}, {}
+        for root, records in trees.items():
+            before = last_trees.get(root)
+            if (root not in sharing_roots and before is not None
+                    and len(before) == len(records)
+                    and all(old is new for old, new in zip(before, records))):
+                reused[root] = last_nodes[root]
+            else:
+                fresh_roots.append(root)
+        return domain.Snapshot.extend(
+            reused, self.candidate_trees(fresh_roots),
+            mates={uuid: reach for uuid, (_root, reach) in sharing.items()})
 
     def candidate_trees(self, roots):
         trees = self.world.trees

@@ -221,15 +221,11 @@ def find(req, groups, wide):
     roots = domain.candidate_roots(probes, rows) if viable else None
     if not roots:
         return domain.empty()
-    # Visit the roots oldest first; load the trees of the sharing providers
-    # that reach them up front, the others as the search gets to them.
-    snapshot = domain.Snapshot(
-        reader.candidate_trees({root for root, reach in sharing.values()
-                                if reach & roots}),
-        mates={uuid: reach for uuid, (_root, reach) in sharing.items()})
+    # Visit the roots oldest first.
+    snapshot, load = reader.search_snapshot(sharing, roots)
     return domain.find_candidates(
         snapshot, groups, wide, _settings(req), in_tree_roots=in_tree_roots,
-        anchors=reader.order_roots(roots), load=reader.candidate_trees)
+        anchors=reader.order_roots(roots), load=load)
 
 
 def _render_requests(req, requests):

@@ -95,7 +95,7 @@ def put_trait(req):
     req.context.can(policies.TRAITS_UPDATE)
     name = req.path_item('name')
     try:
-        jsonschema.validate(name, schema.CUSTOM_TRAIT)
+        wsgi.validate(name, schema.CUSTOM_TRAIT)
     except jsonschema.ValidationError:
         raise errors.BadRequest(_INVALID_NAME)
     status = 204

@@ -80,3 +80,53 @@ def test_a_failed_guard_moves_nothing(service):
               {'resource_provider_generation': 42,
                'inventories': {'VCPU': {'total': 1}}}, expect=(409,))
     assert store.graph_version()[0] == version
+
+
+def _search_snapshot(store):
+    reader = store.candidate_reader()
+    snapshot, load = reader.search_snapshot(reader.sharing_providers(),
+                                            set())
+    assert load is None     # every tree is in it
+    return snapshot
+
+
+def test_search_snapshot_rebuilds_exactly_the_changed_trees(service):
+    store, seed = service.app.store, service.seed
+    first = seed.create_provider('first')
+    seed.add_inventory(first, 'VCPU', 8)
+    second = seed.create_provider('second')
+    seed.add_inventory(second, 'VCPU', 8)
+    second_child = seed.create_provider('second-child', parent=second)
+    seed.add_inventory(second_child, 'VCPU', 4)
+    shared = seed.create_provider('shared')
+    seed.add_inventory(shared, 'DISK_GB', 100)
+    seed.set_traits(shared, 'MISC_SHARES_VIA_AGGREGATE')
+    agg = 'c0c4d3f8-6a3f-4a4e-9a52-5f3b1b3d7f6a'
+    seed.set_aggregates(shared, agg)
+    seed.set_aggregates(first, agg)
+
+    before = _search_snapshot(store)
+    assert _search_snapshot(store) is before    # same version: same one
+    seed.call('PUT', '/allocations/9d7c4f2a-0c0e-4b7e-8a86-1b8c2a3d4e5f', {
+        'allocations': {second_child: {'resources': {'VCPU': 3}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'})
+    after = _search_snapshot(store)
+    assert after is not before
+    # The untouched tree keeps its nodes; the written one is new and fresh.
+    assert after.trees[first] is before.trees[first]
+    assert after.by_uuid[first] is before.by_uuid[first]
+    assert after.by_uuid[second_child] is not before.by_uuid[second_child]
+    assert after.by_uuid[second_child].room['VCPU'][0] == 1
+    assert before.by_uuid[second_child].room['VCPU'][0] == 4
+    assert after.by_uuid[second_child].ancestors == {second, second_child}
+    # The sharing provider's tree is rebuilt, its reach re-derived.
+    assert after.by_uuid[shared] is not before.by_uuid[shared]
+    assert after.by_uuid[shared].anchors == {shared, first}
+
+    # A new aggregate mate widens the sharing provider's reach.
+    seed.set_aggregates(second, agg)
+    widened = _search_snapshot(store)
+    assert widened.by_uuid[shared].anchors == {shared, first, second}
+    assert widened.trees[first] is before.trees[first]
+    assert set(widened.trees) == {first, second, shared}
