@@ -110,7 +110,7 @@ class ProviderNode:
 
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
-                 'sym_class', 'anchors', 'room')
+                 'sym_class', 'anchors', 'room', '_summary')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -131,6 +131,7 @@ class ProviderNode:
         self.sym_class = None
         # roots this provider can anchor a candidate at
         self.anchors = frozenset((self.root_uuid,))
+        self._summary = None
 
     def __repr__(self):
         return 'ProviderNode(%s)' % self.uuid
@@ -424,8 +425,10 @@ class _AnchorSearch:
         self.traits_check_at = max(unsuffixed) if (
             unsuffixed and plan.unsuffixed_required) else None
         self.assignment = [None] * len(slots)
-        self.usage = collections.Counter()
-        self.refs = collections.Counter()
+        # Plain dicts: Counter's Python-level __missing__/__delitem__ were
+        # a tenth of the search.
+        self.usage = {}                # {(uuid, rc): amount assigned}
+        self.refs = {}                 # {uuid: slots assigned to it}
         self.isolated = set()
         self.root_owner = {}
         self.subtree_root = {}
@@ -474,7 +477,7 @@ class _AnchorSearch:
         usage = self.usage
         for rc, amount in slot.resources:
             left, max_unit = node.room[rc]
-            merged = usage[(node.uuid, rc)] + amount
+            merged = usage.get((node.uuid, rc), 0) + amount
             if merged > left or merged > max_unit:
                 return False
         plan = self.plan
@@ -488,7 +491,8 @@ class _AnchorSearch:
                 return False
         # Commit.
         for rc, amount in slot.resources:
-            usage[(node.uuid, rc)] += amount
+            key = (node.uuid, rc)
+            usage[key] = usage.get(key, 0) + amount
         if plan.isolate and slot.granular:
             self.isolated.add(node.uuid)
         if plan.exclude_nested and slot.resources:
@@ -499,7 +503,7 @@ class _AnchorSearch:
             root = self.subtree_root.get(number)
             self.subtree_root[number] = (
                 node.root_uuid, (root[1] if root else 0) + 1)
-        self.refs[node.uuid] += 1
+        self.refs[node.uuid] = self.refs.get(node.uuid, 0) + 1
         self.assignment[slot.index] = node
         return True
 
@@ -507,8 +511,10 @@ class _AnchorSearch:
         usage = self.usage
         for rc, amount in slot.resources:
             key = (node.uuid, rc)
-            usage[key] -= amount
-            if not usage[key]:
+            left = usage[key] - amount
+            if left:
+                usage[key] = left
+            else:
                 del usage[key]
         plan = self.plan
         if plan.isolate and slot.granular:
@@ -525,8 +531,10 @@ class _AnchorSearch:
                 del self.subtree_root[number]
             else:
                 self.subtree_root[number] = (root[0], root[1] - 1)
-        self.refs[node.uuid] -= 1
-        if not self.refs[node.uuid]:
+        refs = self.refs[node.uuid] - 1
+        if refs:
+            self.refs[node.uuid] = refs
+        else:
             del self.refs[node.uuid]
         self.assignment[slot.index] = None
 
@@ -821,6 +829,13 @@ def _summaries(snapshot, results, everything, nested_aware):
 
 
 def summarize(node):
+    """The node's ProviderSummary (made once: a node never changes)."""
+    if node._summary is None:
+        node._summary = _summarize(node)
+    return node._summary
+
+
+def _summarize(node):
     resources = {
         rc: {'capacity': int_capacity(inventory), 'used': inventory.used}
         for rc, inventory in sorted(node.inventories.items())}
