@@ -19,9 +19,11 @@ def loadapp(conf, store=None):
     """
     if store is None:
         store = graph_store.open_store(conf)
-        # Load the in-memory copy of the provider graph now rather than on
-        # the first request that needs it.
-        store.worlds.current()
+        # Load the in-memory copy of the provider graph, and index it for
+        # the candidate search, now rather than on the first request that
+        # needs it.
+        reader = store.candidate_reader()
+        reader.search_snapshot(reader.sharing_providers(), set())
     enforcer = policy.make_enforcer(conf)
     application = app.build_stack(conf, store, enforcer)
     application.store = store

@@ -555,14 +555,16 @@ class _AnchorSearch:
     # -- the search -------------------------------------------------------
 
     def run(self):
+        if not self.order:
+            self.found += 1
+            return iter((tuple(self.assignment),))
         return self._extend(0)
 
     def _extend(self, depth):
-        if depth == len(self.order):
-            self.found += 1
-            yield tuple(self.assignment)
-            return
         slot = self.order[depth]
+        # The last slot yields its solutions itself: one generator less
+        # per candidate.
+        last = depth + 1 == len(self.order)
         failed = set()
         isolated = self.isolated if (
             self.plan.isolate and slot.granular) else ()
@@ -579,7 +581,11 @@ class _AnchorSearch:
                 continue
             before = self.found
             if self._complete_checks(depth):
-                yield from self._extend(depth + 1)
+                if last:
+                    self.found += 1
+                    yield tuple(self.assignment)
+                else:
+                    yield from self._extend(depth + 1)
             self._unassign(slot, node)
             if sym is not None and self.found == before:
                 failed.add(sym)

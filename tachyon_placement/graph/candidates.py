@@ -218,7 +218,7 @@ class CandidateStore:
         snapshot = domain.Snapshot(
             self.candidate_trees({root for root, reach in sharing.values()
                                   if reach & roots}),
-            mates={uuid: reach for uuid, (_root, reach) in sharing.items()})
+            mates=_mates(sharing))
         return snapshot, self.candidate_trees
 
     def candidate_trees(self, roots):
@@ -235,6 +235,11 @@ class CandidateStore:
                 inventories={inventory.resource_class: inventory
                              for inventory in inventories}))
         return nodes
+
+
+def _mates(sharing):
+    """domain.Snapshot's ``mates`` from sharing_providers()."""
+    return {uuid: reach for uuid, (_root, reach) in sharing.items()}
 
 
 # Per World (immutable, one per graph version): the sharing providers and
@@ -352,15 +357,18 @@ class WorldReader:
             last_trees, last_nodes = {}, {}
         for root, records in trees.items():
             before = last_trees.get(root)
-            if (root not in sharing_roots and before is not None
-                    and len(before) == len(records)
-                    and all(old is new for old, new in zip(before, records))):
+            # World.evolve shares the lists of untouched trees.
+            if root not in sharing_roots and before is not None and (
+                    before is records
+                    or (len(before) == len(records)
+                        and all(old is new
+                                for old, new in zip(before, records)))):
                 reused[root] = last_nodes[root]
             else:
                 fresh_roots.append(root)
         return domain.Snapshot.extend(
             reused, self.candidate_trees(fresh_roots),
-            mates={uuid: reach for uuid, (_root, reach) in sharing.items()})
+            mates=_mates(sharing))
 
     def candidate_trees(self, roots):
         trees = self.world.trees

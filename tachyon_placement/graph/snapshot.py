@@ -11,6 +11,7 @@ A ``World`` is immutable once built; a refresh builds a new one that
 shares every unchanged record with the old one, so requests in other
 threads keep a consistent view without locks.
 """
+import bisect
 import threading
 
 from tachyon_placement.domain import models
@@ -96,6 +97,67 @@ class ProviderRecord:
         return self.provider.parent_uuid
 
 
+def _creation_order(record):
+    return (record.seq, record.uuid)
+
+
+def _root_of(record):
+    return (record.root_uuid,)
+
+
+def _traits_of(record):
+    return record.traits
+
+
+def _aggregates_of(record):
+    return record.aggregates
+
+
+def _classes_of(record):
+    return record.inventories
+
+
+def _index(records, keys_of):
+    """{key: [records with that key, in creation order]}; ``records`` in
+    creation order."""
+    index = {}
+    for record in records:
+        for key in keys_of(record):
+            index.setdefault(key, []).append(record)
+    return index
+
+
+def _patched_index(index, keys_of, gone, added):
+    """``index`` with ``gone`` records out and ``added`` in.
+
+    Copy on write: only the lists of the keys the change touches are
+    copied, the others (and ``index`` itself) are shared with the World it
+    came from, which other threads may still be reading.
+    """
+    if index is None:
+        return None
+    index = dict(index)
+    touched = {}
+
+    def entries(key):
+        entries = touched.get(key)
+        if entries is None:
+            entries = touched[key] = list(index.get(key, ()))
+        return entries
+    for record in gone:
+        for key in keys_of(record):
+            entries(key).remove(record)
+    for record in added:
+        for key in keys_of(record):
+            bisect.insort(entries(key), record, key=_creation_order)
+    for key, entries_of_key in touched.items():
+        if entries_of_key:
+            index[key] = entries_of_key
+        else:
+            del index[key]
+    return index
+
+
 class World:
     """An immutable, indexed copy of every provider at one graph version."""
 
@@ -108,49 +170,73 @@ class World:
         self._by_aggregate = None
         self._by_class = None
 
+    def evolve(self, version, changed, deleted):
+        """The World at ``version``: ``changed`` ({uuid: ProviderRecord})
+        written since this one, ``deleted`` (uuids) gone.
+
+        The indexes this World has built are patched rather than rebuilt:
+        a write touches a handful of providers, and rebuilding them for the
+        whole cloud after every allocation was most of a scheduling loop's
+        time on a large cloud.
+        """
+        records = dict(self.records)
+        gone = []
+        for uuid in deleted:
+            old = records.pop(uuid, None)
+            if old is not None:
+                gone.append(old)
+        for uuid, record in changed.items():
+            old = records.get(uuid)
+            if old is not None:
+                gone.append(old)
+            records[uuid] = record
+        added = sorted(changed.values(), key=_creation_order)
+        world = World(version, records)
+        if self._ordered is not None:
+            world._ordered = _patched_index(
+                {None: self._ordered}, lambda record: (None,), gone,
+                added).get(None, [])
+        world._trees = _patched_index(self._trees, _root_of, gone, added)
+        world._by_trait = _patched_index(self._by_trait, _traits_of, gone,
+                                         added)
+        world._by_aggregate = _patched_index(self._by_aggregate,
+                                             _aggregates_of, gone, added)
+        world._by_class = _patched_index(self._by_class, _classes_of, gone,
+                                         added)
+        return world
+
     # Indexes are built on first use and belong to this version only.
     @property
     def ordered(self):
         """Records in creation order (Placement's listing order)."""
         if self._ordered is None:
             self._ordered = sorted(self.records.values(),
-                                   key=lambda record: (record.seq,
-                                                       record.uuid))
+                                   key=_creation_order)
         return self._ordered
 
     @property
     def trees(self):
         """{root uuid: [records of the tree in creation order]}."""
         if self._trees is None:
-            trees = {}
-            for record in self.ordered:
-                trees.setdefault(record.root_uuid, []).append(record)
-            self._trees = trees
+            self._trees = _index(self.ordered, _root_of)
         return self._trees
-
-    def _index(self, attribute):
-        index = {}
-        for record in self.ordered:
-            for key in getattr(record, attribute):
-                index.setdefault(key, []).append(record)
-        return index
 
     @property
     def by_trait(self):
         if self._by_trait is None:
-            self._by_trait = self._index('traits')
+            self._by_trait = _index(self.ordered, _traits_of)
         return self._by_trait
 
     @property
     def by_aggregate(self):
         if self._by_aggregate is None:
-            self._by_aggregate = self._index('aggregates')
+            self._by_aggregate = _index(self.ordered, _aggregates_of)
         return self._by_aggregate
 
     @property
     def by_class(self):
         if self._by_class is None:
-            self._by_class = self._index('inventories')
+            self._by_class = _index(self.ordered, _classes_of)
         return self._by_class
 
 
@@ -211,11 +297,10 @@ class WorldCache:
             if world is None or full_reload > world.version:
                 world = World(version, _records(engine, _ALL))
             else:
-                records = dict(world.records)
-                for row in engine.read(DELETED, since=world.version):
-                    records.pop(row['uuid'], None)
-                records.update(_records(engine, _CHANGED,
-                                        since=world.version))
-                world = World(version, records)
+                deleted = [row['uuid'] for row in
+                           engine.read(DELETED, since=world.version)]
+                world = world.evolve(
+                    version, _records(engine, _CHANGED, since=world.version),
+                    deleted)
             self._world = world
             return world

@@ -1,0 +1,88 @@
+"""World.evolve patches the indexes of the previous World; the result must
+be exactly what building them from scratch gives."""
+import random
+
+from tachyon_placement.domain import models
+from tachyon_placement.graph import snapshot
+
+TRAITS = ['CUSTOM_A', 'CUSTOM_B', 'CUSTOM_C']
+AGGS = ['agg-1', 'agg-2']
+CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB']
+
+
+def _record(rng, uuid, seq, root_uuid, parent_uuid):
+    provider = models.Provider(uuid=uuid, name=uuid, generation=seq,
+                               parent_uuid=parent_uuid, root_uuid=root_uuid)
+    inventories = {rc: models.Inventory(resource_class=rc, total=8,
+                                        used=rng.randrange(8))
+                   for rc in rng.sample(CLASSES, rng.randrange(3))}
+    return snapshot.ProviderRecord(
+        provider, seq, frozenset(rng.sample(TRAITS, rng.randrange(3))),
+        frozenset(rng.sample(AGGS, rng.randrange(2))), inventories)
+
+
+def _indexes(world):
+    def uuids(index):
+        return {key: [record.uuid for record in records]
+                for key, records in index.items()}
+    return {'ordered': [record.uuid for record in world.ordered],
+            'trees': uuids(world.trees), 'by_trait': uuids(world.by_trait),
+            'by_aggregate': uuids(world.by_aggregate),
+            'by_class': uuids(world.by_class)}
+
+
+def test_evolve_equals_a_rebuild():
+    rng = random.Random(7)
+    records, seq = {}, 0
+    for root in range(30):
+        seq += 1
+        root_uuid = 'rp-%03d' % seq
+        records[root_uuid] = _record(rng, root_uuid, seq, root_uuid, None)
+        for _child in range(rng.randrange(3)):
+            seq += 1
+            uuid = 'rp-%03d' % seq
+            records[uuid] = _record(rng, uuid, seq, root_uuid, root_uuid)
+    world = snapshot.World(1, dict(records))
+    _indexes(world)                      # build them all
+    for version in range(2, 40):
+        before = _indexes(world)
+        changed, deleted = {}, []
+        for uuid in rng.sample(sorted(records), 3):
+            old = records[uuid]
+            if old.parent_uuid and rng.random() < 0.3:
+                deleted.append(uuid)
+                del records[uuid]
+                continue
+            # Same provider rewritten (traits, usage, ...) or moved under
+            # another root.
+            root_uuid = old.root_uuid
+            parent_uuid = old.parent_uuid
+            if old.parent_uuid and rng.random() < 0.3:
+                root_uuid = parent_uuid = rng.choice(
+                    [r for r in records if records[r].parent_uuid is None])
+            changed[uuid] = records[uuid] = _record(
+                rng, uuid, old.seq, root_uuid, parent_uuid)
+        if rng.random() < 0.5:
+            seq += 1
+            uuid = 'rp-%03d' % seq
+            changed[uuid] = records[uuid] = _record(rng, uuid, seq, uuid,
+                                                    None)
+        evolved = world.evolve(version, changed, deleted)
+        assert _indexes(evolved) == _indexes(
+            snapshot.World(version, dict(records)))
+        # The World it came from is left as it was.
+        assert _indexes(world) == before
+        world = evolved
+
+
+def test_evolve_shares_untouched_trees():
+    rng = random.Random(3)
+    records = {uuid: _record(rng, uuid, seq, uuid, None)
+               for seq, uuid in enumerate(['a', 'b', 'c'])}
+    world = snapshot.World(1, dict(records))
+    trees = world.trees
+    evolved = world.evolve(2, {'b': _record(rng, 'b', 1, 'b', None)}, [])
+    assert evolved.trees['a'] is trees['a']
+    assert evolved.trees['b'] is not trees['b']
+    # Indexes never built are left to be built on first use.
+    assert evolved._by_class is None
