@@ -25,7 +25,6 @@ import weakref
 
 from tachyon_placement.domain import candidates as domain
 from tachyon_placement.domain import models
-from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.graph.cypher import Statement
 
 SHARING = Statement('cand_sharing', common="""
@@ -277,8 +276,13 @@ class WorldReader:
                 if uuid in records}
 
     def order_roots(self, uuids):
-        records = self.world.records
-        roots = [records[uuid] for uuid in uuids if uuid in records
+        world = self.world
+        wanted = set(uuids)
+        if len(wanted) * 16 >= len(world.roots):
+            return [record.uuid for record in world.roots
+                    if record.uuid in wanted]
+        records = world.records
+        roots = [records[uuid] for uuid in wanted if uuid in records
                  and records[uuid].parent_uuid is None]
         return [record.uuid for record in sorted(
             roots, key=lambda record: (record.seq, record.uuid))]
@@ -288,40 +292,39 @@ class WorldReader:
         reach_of_root = {}
         for root, reach in sharing.values():
             reach_of_root.setdefault(root, set()).update(reach)
-        in_roots = None
+        allowed = None
         if roots is not None:
-            in_roots = [record
-                        for root in set(roots) | set(reach_of_root)
-                        for record in world.trees.get(root, ())]
+            # The bounded trees and the sharing providers' (which reach
+            # across trees).
+            allowed = frozenset(roots).union(reach_of_root)
         found = {}
         for probe in probes:
-            if probe.kind == 'traits':
-                matched = [record for name in probe.names
-                           for record in world.by_trait.get(name, ())
-                           if not probe.roots_only
-                           or record.parent_uuid is None]
-            elif probe.kind == 'aggs':
-                matched = [record for agg in probe.names
-                           for record in world.by_aggregate.get(agg, ())]
-            else:
-                pool = (world.by_class.get(probe.rc, ())
-                        if in_roots is None else in_roots)
-                matched = [record for record in pool
-                           if (probe.root is None
-                               or record.root_uuid == probe.root)
-                           and provider_rules.has_capacity(
-                               record.inventories.get(probe.rc),
-                               probe.amount)]
-            matched_roots = frozenset(record.root_uuid for record in matched)
             uuids = frozenset()
+            if probe.kind == 'rc':
+                matched_roots = world.rc_roots(probe.rc, probe.amount)
+                if probe.root is not None:
+                    matched_roots = matched_roots & {probe.root}
+                if allowed is not None:
+                    matched_roots = matched_roots & allowed
+            else:
+                if probe.kind == 'traits':
+                    matched = [record for name in probe.names
+                               for record in world.by_trait.get(name, ())
+                               if not probe.roots_only
+                               or record.parent_uuid is None]
+                else:
+                    matched = [record for agg in probe.names
+                               for record in world.by_aggregate.get(agg, ())]
+                    uuids = frozenset(record.uuid for record in matched)
+                matched_roots = frozenset(record.root_uuid
+                                          for record in matched)
             reach = set()
             if probe.kind == 'aggs':
-                uuids = frozenset(record.uuid for record in matched)
                 for uuid in uuids.intersection(sharing):
                     reach |= sharing[uuid][1]
             else:
-                for root in matched_roots:
-                    reach |= reach_of_root.get(root, set())
+                for root in matched_roots.intersection(reach_of_root):
+                    reach |= reach_of_root[root]
             found[probe.key] = domain.ProbeResult(
                 roots=matched_roots, reach=frozenset(reach), uuids=uuids)
         return found

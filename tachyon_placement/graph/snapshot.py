@@ -15,6 +15,7 @@ import bisect
 import threading
 
 from tachyon_placement.domain import models
+from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.graph.cypher import Statement
 
 _PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
@@ -70,6 +71,8 @@ RETURN gone.uuid AS uuid
 """)
 
 _EMPTY = frozenset()
+# Distinct (resource class, amount) pairs whose roots a World remembers.
+_RC_ROOTS_KEPT = 32
 
 
 class ProviderRecord:
@@ -103,6 +106,10 @@ def _creation_order(record):
 
 def _root_of(record):
     return (record.root_uuid,)
+
+
+def _if_root(record):
+    return (None,) if record.parent_uuid is None else ()
 
 
 def _traits_of(record):
@@ -169,6 +176,9 @@ class World:
         self._by_trait = None
         self._by_aggregate = None
         self._by_class = None
+        self._roots = None
+        # {(rc, amount): roots of the trees with room} (see rc_roots)
+        self._rc_roots = {}
 
     def evolve(self, version, changed, deleted):
         """The World at ``version``: ``changed`` ({uuid: ProviderRecord})
@@ -203,6 +213,17 @@ class World:
                                              _aggregates_of, gone, added)
         world._by_class = _patched_index(self._by_class, _classes_of, gone,
                                          added)
+        world._roots = _patched_index(self._roots, _if_root, gone, added)
+        touched = {record.root_uuid for record in gone}
+        touched.update(record.root_uuid for record in added)
+        for (rc, amount), roots in list(self._rc_roots.items()):
+            roots = set(roots)
+            for root in touched:
+                if world._has_room(root, rc, amount):
+                    roots.add(root)
+                else:
+                    roots.discard(root)
+            world._rc_roots[(rc, amount)] = frozenset(roots)
         return world
 
     # Indexes are built on first use and belong to this version only.
@@ -238,6 +259,38 @@ class World:
         if self._by_class is None:
             self._by_class = _index(self.ordered, _classes_of)
         return self._by_class
+
+    @property
+    def roots(self):
+        """Root provider records in creation order."""
+        if self._roots is None:
+            self._roots = _index(self.ordered, _if_root)
+        return self._roots.get(None, [])
+
+    def rc_roots(self, rc, amount):
+        """The roots of the trees where some provider has room for
+        ``amount`` of ``rc`` (Placement's capacity test).
+
+        Remembered per (rc, amount) and carried over by evolve(), which
+        re-tests only the trees a write touched: the answer is about the
+        whole cloud, the work per write is not.
+        """
+        key = (rc, amount)
+        found = self._rc_roots.get(key)
+        if found is None:
+            found = frozenset(
+                record.root_uuid for record in self.by_class.get(rc, ())
+                if provider_rules.has_capacity(record.inventories[rc],
+                                               amount))
+            if len(self._rc_roots) >= _RC_ROOTS_KEPT:
+                self._rc_roots.clear()
+            self._rc_roots[key] = found
+        return found
+
+    def _has_room(self, root, rc, amount):
+        return any(provider_rules.has_capacity(record.inventories.get(rc),
+                                               amount)
+                   for record in self.trees.get(root, ()))
 
 
 def _records(engine, statements, since=None):

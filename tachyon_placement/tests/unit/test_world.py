@@ -28,7 +28,10 @@ def _indexes(world):
     return {'ordered': [record.uuid for record in world.ordered],
             'trees': uuids(world.trees), 'by_trait': uuids(world.by_trait),
             'by_aggregate': uuids(world.by_aggregate),
-            'by_class': uuids(world.by_class)}
+            'by_class': uuids(world.by_class),
+            'roots': [record.uuid for record in world.roots],
+            'rc_roots': {(rc, amount): world.rc_roots(rc, amount)
+                         for rc in CLASSES for amount in (1, 4, 7)}}
 
 
 def test_evolve_equals_a_rebuild():
