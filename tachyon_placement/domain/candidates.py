@@ -306,6 +306,12 @@ class _Slot:
         return found
 
     def _check(self, node):
+        # Capacity first: most providers of a tree lack the classes of a
+        # granular group, and the tests are independent.
+        inventories = node.inventories
+        for rc, amount in self.resources:
+            if not provider_rules.has_capacity(inventories.get(rc), amount):
+                return False
         group = self.group
         if group.forbidden_traits & node.traits:
             # For the unsuffixed group too: such a provider can be in no
@@ -324,9 +330,7 @@ class _Slot:
                 return False
         elif group.in_tree is not None and node.root_uuid != self.tree_root:
             return False
-        return all(provider_rules.has_capacity(node.inventories.get(rc),
-                                               amount)
-                   for rc, amount in self.resources)
+        return True
 
     def options_at(self, anchor_node, candidates):
         anchor = anchor_node.uuid

@@ -279,8 +279,7 @@ class WorldReader:
         world = self.world
         wanted = set(uuids)
         if len(wanted) * 16 >= len(world.roots):
-            return [record.uuid for record in world.roots
-                    if record.uuid in wanted]
+            return [uuid for uuid in world.root_uuids if uuid in wanted]
         records = world.records
         roots = [records[uuid] for uuid in wanted if uuid in records
                  and records[uuid].parent_uuid is None]

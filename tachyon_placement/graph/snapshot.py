@@ -177,6 +177,7 @@ class World:
         self._by_aggregate = None
         self._by_class = None
         self._roots = None
+        self._root_uuids = None
         # {(rc, amount): roots of the trees with room} (see rc_roots)
         self._rc_roots = {}
 
@@ -266,6 +267,13 @@ class World:
         if self._roots is None:
             self._roots = _index(self.ordered, _if_root)
         return self._roots.get(None, [])
+
+    @property
+    def root_uuids(self):
+        """The uuids of ``roots``."""
+        if self._root_uuids is None:
+            self._root_uuids = [record.provider.uuid for record in self.roots]
+        return self._root_uuids
 
     def rc_roots(self, rc, amount):
         """The roots of the trees where some provider has room for
