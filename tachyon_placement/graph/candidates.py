@@ -25,6 +25,7 @@ import weakref
 
 from tachyon_placement.domain import candidates as domain
 from tachyon_placement.domain import models
+from tachyon_placement.graph import snapshot as snapshot_module
 from tachyon_placement.graph.cypher import Statement
 
 SHARING = Statement('cand_sharing', common="""
@@ -344,10 +345,10 @@ class WorldReader:
     def _build_snapshot(self, sharing):
         """A domain.Snapshot of the whole World.
 
-        A tree whose records are the very objects of the World the last
-        snapshot was built from (a refresh shares unchanged records) keeps
-        that snapshot's nodes; trees with a sharing provider are always
-        rebuilt, its reach depending on other trees.
+        A tree that the World the last snapshot was built from had already
+        (the very list: World.evolve shares untouched trees) keeps that
+        snapshot's nodes; trees with a sharing provider are always rebuilt,
+        its reach depending on other trees.
         """
         trees = self.world.trees
         sharing_roots = {root for root, _reach in sharing.values()}
@@ -360,17 +361,13 @@ class WorldReader:
         for root, records in trees.items():
             before = last_trees.get(root)
             # World.evolve shares the lists of untouched trees.
-            if root not in sharing_roots and before is not None and (
-                    before is records
-                    or (len(before) == len(records)
-                        and all(old is new
-                                for old, new in zip(before, records)))):
+            if before is records and root not in sharing_roots:
                 reused[root] = last_nodes[root]
             else:
                 fresh_roots.append(root)
-        return domain.Snapshot.extend(
-            reused, self.candidate_trees(fresh_roots),
-            mates=_mates(sharing))
+        fresh = self.candidate_trees(fresh_roots)
+        snapshot_module.settle(len(fresh), len(self.world.records))
+        return domain.Snapshot.extend(reused, fresh, mates=_mates(sharing))
 
     def candidate_trees(self, roots):
         trees = self.world.trees

@@ -340,6 +340,27 @@ _CHANGED = (CHANGED_PROVIDERS, CHANGED_INVENTORIES, CHANGED_TRAITS,
             CHANGED_AGGREGATES)
 
 
+_unfrozen = [0]       # objects of the graph copies made since the last freeze
+
+
+def settle(new, size):
+    """Keep the collector off the in-memory copies of the graph.
+
+    ``new``: providers (records or search nodes) just made; ``size``: how
+    many the copy holds.  The copies are most of the process's objects and
+    live long; every full collection walked them, pausing requests for
+    tens of milliseconds at 1000 hosts and hundreds at 10000.  Once a
+    tenth is new, collect what is garbage and move the rest out of the
+    collector's sight (gc.freeze); what is dropped later is freed by its
+    reference count, records and nodes holding no cycles.
+    """
+    _unfrozen[0] += new
+    if _unfrozen[0] >= max(_FREEZE_AFTER, size // 10):
+        _unfrozen[0] = 0
+        gc.collect()
+        gc.freeze()
+
+
 class WorldCache:
     """Hands out the current World, refreshing it when the graph moved."""
 
@@ -347,7 +368,6 @@ class WorldCache:
         self._store = store
         self._world = None
         self._lock = threading.Lock()
-        self._unfrozen = 0        # records loaded since the last freeze
 
     def current(self):
         version, full_reload = self._store.graph_version()
@@ -361,28 +381,12 @@ class WorldCache:
             engine = self._store.engine
             if world is None or full_reload > world.version:
                 world = World(version, _records(engine, _ALL))
-                self._unfrozen += len(world.records)
+                settle(len(world.records), len(world.records))
             else:
                 deleted = [row['uuid'] for row in
                            engine.read(DELETED, since=world.version)]
                 changed = _records(engine, _CHANGED, since=world.version)
                 world = world.evolve(version, changed, deleted)
-                self._unfrozen += len(changed)
+                settle(len(changed), len(world.records))
             self._world = world
-            self._settle(len(world.records))
             return world
-
-    def _settle(self, size):
-        """Keep the collector off the copy of the graph.
-
-        The copy is most of the process's objects and lives long; every
-        full collection walked it, pausing requests for tens of
-        milliseconds at 1000 hosts and hundreds at 10000.  Once a tenth of
-        it is new, collect what is garbage and move the rest out of the
-        collector's sight (gc.freeze); records dropped later are freed by
-        their reference counts, as they hold no cycles.
-        """
-        if self._unfrozen >= max(_FREEZE_AFTER, size // 10):
-            gc.collect()
-            gc.freeze()
-            self._unfrozen = 0
