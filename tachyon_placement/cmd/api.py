@@ -28,6 +28,10 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn,
                           simple_server.WSGIServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 reset connections when a few
+    # dozen clients (nova-compute periodic tasks, a concurrency test)
+    # connected at once.
+    request_queue_size = 128
 
 
 class QuietHandler(simple_server.WSGIRequestHandler):
