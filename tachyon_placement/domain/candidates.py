@@ -42,6 +42,7 @@ what will not be returned.
 import collections
 import dataclasses
 import itertools
+import operator
 import random
 
 from tachyon_placement.domain import providers as provider_rules
@@ -398,6 +399,10 @@ class _Plan:
     unsuffixed_required: list
     subtree_slots: list          # [[slot index, ...] per same_subtree]
     shared_classes: dict         # {rc: total} for classes in >1 slot
+    # No choice can rule out another (no class in two slots, no isolation
+    # between two groups, no same_subtree, no nested pruning): an anchor's
+    # candidates are the product of its slots' options.
+    independent: bool = False
 
 
 class _AnchorSearch:
@@ -562,7 +567,32 @@ class _AnchorSearch:
         if not self.order:
             self.found += 1
             return iter((tuple(self.assignment),))
+        if self.plan.independent:
+            return self._product()
         return self._extend(0)
+
+    def _product(self):
+        """What ``_extend`` yields when no choice constrains another: the
+        options' product, in the same order, minus the combinations whose
+        unsuffixed providers lack a required trait together."""
+        order = self.order
+        # The product runs in search order; candidates are in slot order.
+        in_slot_order = [0] * len(order)
+        for depth, slot in enumerate(order):
+            in_slot_order[slot.index] = depth
+        combos = itertools.product(*(self.options[slot.index]
+                                     for slot in order))
+        if len(order) == 1:
+            arranged = combos
+        else:
+            arranged = map(operator.itemgetter(*in_slot_order), combos)
+        required = self.plan.unsuffixed_required
+        if not required:
+            return arranged
+        unsuffixed = [slot.index for slot in self.slots if not slot.granular]
+        return (assignment for assignment in arranged
+                if _all_of(required, frozenset().union(
+                    *(assignment[index].traits for index in unsuffixed))))
 
     def _extend(self, depth):
         slot = self.order[depth]
@@ -739,6 +769,9 @@ def find_candidates(snapshot, groups, wide, settings=None,
                              if unsuffixed else []),
         subtree_slots=subtree_slots,
         shared_classes={rc: totals[rc] for rc in totals if counts[rc] > 1})
+    plan.independent = not (
+        plan.exclude_nested or plan.subtree_slots or plan.shared_classes
+        or (plan.isolate and sum(slot.granular for slot in slots) > 1))
     anchor_ok = _anchor_filter(wide)
     limit = wide.limit
     # Old microversions list only the providers of the surviving requests
@@ -775,8 +808,12 @@ def find_candidates(snapshot, groups, wide, settings=None,
                         yield search
 
     def stream(search):
+        # Only candidates made of sharing providers alone can come out of
+        # several anchors: when no slot offers one, no need to look.
+        shared_only = all(any(node.sharing for node in choices)
+                          for choices in search.options.values())
         for assignment in search.run():
-            yield search.anchor, assignment
+            yield search.anchor, assignment, shared_only
 
     interleave = settings.strategy == BREADTH_FIRST or (
         rng is not None and wide.limit and settings.max_candidates < 0)
@@ -789,11 +826,9 @@ def find_candidates(snapshot, groups, wide, settings=None,
     results = []
     seen = set()
     generated = 0
-    for anchor, assignment in produced:
+    for anchor, assignment, shared_only in produced:
         request = _materialize(slots, anchor, assignment)
-        if all(node.sharing for node in assignment):
-            # Only candidates made of sharing providers alone can come out
-            # of several anchors.
+        if shared_only and all(node.sharing for node in assignment):
             identity = _identity(request)
             if identity in seen:
                 continue

@@ -788,3 +788,38 @@ def test_search_matches_brute_force(seed):
            for r in result.allocation_requests]
     assert len(got) == len(set(got))
     assert set(got) == expected
+
+
+@pytest.mark.parametrize('seed', range(100))
+def test_product_of_independent_slots_keeps_the_search_order(seed,
+                                                             monkeypatch):
+    """When no choice constrains another the search takes the options'
+    product; it must give what backtracking gives, in the same order."""
+    rng = random.Random(seed)
+    cloud = random_cloud(rng)
+    groups = [group(resources=random_amounts(rng, 2),
+                    required=['CUSTOM_A'] if rng.random() < 0.4 else [])]
+    classes = {'VCPU', 'VF'} - set(groups[0].resources)
+    if classes and rng.random() < 0.6:
+        groups.append(group('1', resources={classes.pop(): 1}))
+    wide = domain.RequestWide(group_policy=rng.choice(['none', 'isolate']),
+                              limit=rng.choice([None, 3]))
+
+    def ordered(result):
+        return [(r.anchor, r.allocations, r.mappings)
+                for r in result.allocation_requests]
+
+    products = []
+    real_product = domain._AnchorSearch._product
+
+    def counting(search):
+        products.append(search.anchor)
+        return real_product(search)
+    monkeypatch.setattr(domain._AnchorSearch, '_product', counting)
+    fast = ordered(domain.find_candidates(cloud.snapshot(), groups, wide))
+    monkeypatch.setattr(domain._AnchorSearch, '_product',
+                        lambda search: search._extend(0))
+    slow = ordered(domain.find_candidates(cloud.snapshot(), groups, wide))
+    assert fast == slow
+    if fast:
+        assert products
