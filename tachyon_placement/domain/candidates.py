@@ -111,7 +111,8 @@ class ProviderNode:
 
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
-                 'sym_class', 'anchors', 'room', '_summary')
+                 'sym_class', 'anchors', 'room', 'by_class', 'fit_memo',
+                 '_summary')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -132,6 +133,11 @@ class ProviderNode:
         self.sym_class = None
         # roots this provider can anchor a candidate at
         self.anchors = frozenset((self.root_uuid,))
+        # On a root: {resource class: the tree's providers of it}
+        self.by_class = None
+        # {slot signature: does it fit}: the node never changes, so this
+        # holds across requests.
+        self.fit_memo = None
         self._summary = None
 
     def __repr__(self):
@@ -152,6 +158,7 @@ class Snapshot:
         self.trees = {}            # root uuid -> [node] in creation order
         self.sharing_nodes = []
         self._mates = mates
+        self._reaching = {}        # root uuid -> sharing nodes reaching it
         self.add(nodes)
         if mates is None:
             members = collections.defaultdict(set)
@@ -193,9 +200,16 @@ class Snapshot:
                 if self._mates is not None:
                     node.anchors = node.anchors.union(
                         self._mates.get(node.uuid, ()))
+        self._reaching.clear()
         for root in touched:
             tree = self.trees[root]
             tree.sort(key=lambda node: (node.seq, node.uuid))
+            by_class = {}
+            for node in tree:
+                for rc in node.inventories:
+                    by_class.setdefault(rc, []).append(node)
+            if root in self.by_uuid:
+                self.by_uuid[root].by_class = by_class
             parents = {node.parent_uuid for node in tree}
             for node in tree:
                 node.ancestors = frozenset(self._lineage(node))
@@ -229,12 +243,23 @@ class Snapshot:
         return sorted(self.by_uuid.values(),
                       key=lambda node: (node.seq, node.uuid))
 
-    def candidates_at(self, anchor):
+    def candidates_at(self, anchor, rc=None):
         """The providers that can serve a candidate anchored at
-        ``anchor``: its tree and the sharing providers reaching it."""
-        nodes = self.trees.get(anchor, [])
-        reaching = [node for node in self.sharing_nodes
-                    if node.root_uuid != anchor and anchor in node.anchors]
+        ``anchor``: its tree and the sharing providers reaching it; those
+        with an inventory of ``rc`` when given."""
+        reaching = self._reaching.get(anchor)
+        if reaching is None:
+            reaching = self._reaching[anchor] = [
+                node for node in self.sharing_nodes
+                if node.root_uuid != anchor and anchor in node.anchors]
+        if rc is None:
+            nodes = self.trees.get(anchor, [])
+        else:
+            root = self.by_uuid.get(anchor)
+            nodes = (root.by_class or {}).get(rc, []) if root else []
+            if reaching:
+                reaching = [node for node in reaching
+                            if rc in node.inventories]
         if not reaching:
             return nodes
         return sorted(nodes + reaching, key=lambda node: (node.seq,
@@ -283,11 +308,43 @@ def _all_of(required, present):
     return all(any_of & present for any_of in required)
 
 
+# Distinct slots remembered per provider: requests come in few shapes
+# (flavors), and a forgotten answer is only computed again.
+_FIT_MEMO_SIZE = 64
+_SIGNATURES = {}
+
+
+def _signature(slot):
+    """A string naming everything ``_Slot._check`` looks at.
+
+    A string, the same object for equal slots: its hash is computed once,
+    and a memo holding only strings and booleans is no work for the
+    garbage collector.
+    """
+    group = slot.group
+    parts = [slot.resources, sorted(group.forbidden_traits), slot.granular]
+    if slot.granular:
+        parts += [sorted(sorted(any_of) for any_of in group.required_traits),
+                  sorted(sorted(any_of) for any_of in group.member_of),
+                  sorted(group.forbidden_aggs),
+                  slot.tree_root if slot.resources else None]
+    elif group.in_tree is not None:
+        parts.append(slot.tree_root)
+    text = repr(parts)
+    found = _SIGNATURES.get(text)
+    if found is None:
+        if len(_SIGNATURES) >= 4096:
+            _SIGNATURES.clear()
+        found = _SIGNATURES.setdefault(text, text)
+    return found
+
+
 class _Slot:
     """A suffixed group, or one resource class of the unsuffixed group."""
 
     __slots__ = ('index', 'group', 'suffix', 'granular', 'resources',
-                 'tree_root', 'subtrees', '_fits')
+                 'first_class', 'tracked', 'tree_root', 'subtrees',
+                 'signature')
 
     def __init__(self, index, group, resources, tree_root):
         self.index = index
@@ -295,15 +352,24 @@ class _Slot:
         self.suffix = group.suffix
         self.granular = group.use_same_provider
         self.resources = tuple(resources)      # ((rc, amount), ...)
+        self.first_class = self.resources[0][0] if self.resources else None
+        # The resources whose merged amounts the search must add up
+        # (find_candidates narrows this to classes in several slots).
+        self.tracked = self.resources
         self.tree_root = tree_root
         self.subtrees = ()                     # same_subtree numbers
-        self._fits = {}
+        self.signature = _signature(self)
 
     def fits(self, node):
-        """What does not depend on the anchor (cached per provider)."""
-        found = self._fits.get(node.uuid)
+        """What does not depend on the anchor (memoized on the node)."""
+        memo = node.fit_memo
+        if memo is None:
+            memo = node.fit_memo = {}
+        found = memo.get(self.signature)
         if found is None:
-            found = self._fits[node.uuid] = self._check(node)
+            if len(memo) >= _FIT_MEMO_SIZE:
+                memo.clear()
+            found = memo[self.signature] = self._check(node)
         return found
 
     def _check(self, node):
@@ -403,6 +469,8 @@ class _Plan:
     # between two groups, no same_subtree, no nested pruning): an anchor's
     # candidates are the product of its slots' options.
     independent: bool = False
+    granular: list = ()          # indexes of the suffixed groups' slots
+    shared_slots: dict = None    # {rc: (total, [index of slots asking])}
 
 
 class _AnchorSearch:
@@ -458,25 +526,19 @@ class _AnchorSearch:
                         offered |= node.traits
             if not _all_of(plan.unsuffixed_required, offered):
                 return False
-        if plan.isolate:
-            granular = [slot for slot in self.slots if slot.granular]
+        if plan.isolate and len(plan.granular) > 1:
             distinct = set()
-            for slot in granular:
-                distinct.update(node.uuid for node in options[slot.index])
-            if len(distinct) < len(granular):
+            for index in plan.granular:
+                distinct.update(options[index])
+            if len(distinct) < len(plan.granular):
                 return False
         # Each class requested by several slots must fit in the sum of
         # what the providers that could serve it have left.
-        for rc, total in plan.shared_classes.items():
-            nodes = {}
-            for slot in self.slots:
-                if any(name == rc for name, _ in slot.resources):
-                    for node in options[slot.index]:
-                        nodes[node.uuid] = node
-            free = sum(int_capacity(node.inventories[rc])
-                       - node.inventories[rc].used
-                       for node in nodes.values())
-            if free < total:
+        for rc, (total, indexes) in plan.shared_slots.items():
+            nodes = set()
+            for index in indexes:
+                nodes.update(options[index])
+            if sum(node.room[rc][0] for node in nodes) < total:
                 return False
         return True
 
@@ -484,7 +546,9 @@ class _AnchorSearch:
 
     def _assign(self, slot, node):
         usage = self.usage
-        for rc, amount in slot.resources:
+        # ``fits`` checked each amount on its own; only classes that other
+        # slots ask for too can run out.
+        for rc, amount in slot.tracked:
             left, max_unit = node.room[rc]
             merged = usage.get((node.uuid, rc), 0) + amount
             if merged > left or merged > max_unit:
@@ -499,7 +563,7 @@ class _AnchorSearch:
             if root is not None and root[0] != node.root_uuid:
                 return False
         # Commit.
-        for rc, amount in slot.resources:
+        for rc, amount in slot.tracked:
             key = (node.uuid, rc)
             usage[key] = usage.get(key, 0) + amount
         if plan.isolate and slot.granular:
@@ -518,7 +582,7 @@ class _AnchorSearch:
 
     def _unassign(self, slot, node):
         usage = self.usage
-        for rc, amount in slot.resources:
+        for rc, amount in slot.tracked:
             key = (node.uuid, rc)
             left = usage[key] - amount
             if left:
@@ -769,6 +833,14 @@ def find_candidates(snapshot, groups, wide, settings=None,
                              if unsuffixed else []),
         subtree_slots=subtree_slots,
         shared_classes={rc: totals[rc] for rc in totals if counts[rc] > 1})
+    for slot in slots:
+        slot.tracked = tuple((rc, amount) for rc, amount in slot.resources
+                             if rc in plan.shared_classes)
+    plan.granular = [slot.index for slot in slots if slot.granular]
+    plan.shared_slots = {
+        rc: (total, [slot.index for slot in slots
+                     if any(name == rc for name, _ in slot.resources)])
+        for rc, total in plan.shared_classes.items()}
     plan.independent = not (
         plan.exclude_nested or plan.subtree_slots or plan.shared_classes
         or (plan.isolate and sum(slot.granular for slot in slots) > 1))
@@ -794,9 +866,12 @@ def find_candidates(snapshot, groups, wide, settings=None,
                 anchor_node = snapshot.by_uuid.get(anchor)
                 if anchor_node is None or not anchor_ok(anchor_node):
                     continue
-                candidates = snapshot.candidates_at(anchor)
                 options = {}
                 for slot in slots:
+                    # Only providers of one of its classes can serve a
+                    # slot that asks for resources.
+                    candidates = snapshot.candidates_at(anchor,
+                                                        slot.first_class)
                     options[slot.index] = slot.options_at(anchor_node,
                                                           candidates)
                     if not options[slot.index]:

@@ -253,14 +253,18 @@ def _render_summaries(req, summaries, groups):
     requested = {rc for group in groups for rc in group.resources}
     with_traits = req.has('candidates_required')
     with_tree = req.has('nested_candidates')
+    # The summaries' own dicts and lists go into the body as they are
+    # (they are made once per provider and never changed): no copies.
     rendered = {}
     for summary in summaries:
         node = summary.provider
-        item = {'resources': {rc: dict(amounts) for rc, amounts
-                              in summary.resources.items()
-                              if every_class or rc in requested}}
+        resources = summary.resources
+        if not every_class:
+            resources = {rc: amounts for rc, amounts in resources.items()
+                         if rc in requested}
+        item = {'resources': resources}
         if with_traits:
-            item['traits'] = list(summary.traits)
+            item['traits'] = summary.traits
         if with_tree:
             item['parent_provider_uuid'] = node.parent_uuid
             item['root_provider_uuid'] = node.root_uuid
