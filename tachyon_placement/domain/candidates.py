@@ -344,7 +344,7 @@ class _Slot:
 
     __slots__ = ('index', 'group', 'suffix', 'granular', 'resources',
                  'first_class', 'tracked', 'tree_root', 'subtrees',
-                 'signature')
+                 'free', 'signature')
 
     def __init__(self, index, group, resources, tree_root):
         self.index = index
@@ -356,6 +356,9 @@ class _Slot:
         # The resources whose merged amounts the search must add up
         # (find_candidates narrows this to classes in several slots).
         self.tracked = self.resources
+        # No other slot's choices depend on this one's (find_candidates
+        # decides).
+        self.free = False
         self.tree_root = tree_root
         self.subtrees = ()                     # same_subtree numbers
         self.signature = _signature(self)
@@ -471,6 +474,25 @@ class _Plan:
     independent: bool = False
     granular: list = ()          # indexes of the suffixed groups' slots
     shared_slots: dict = None    # {rc: (total, [index of slots asking])}
+    layouts: dict = dataclasses.field(default_factory=dict)
+
+
+def _layout(slots, plan, counts):
+    """(slots in search order, {depth: same_subtree members complete at
+    that depth}, depth where the unsuffixed traits are complete) for
+    slots with ``counts`` options each."""
+    # Most constrained slot first; ties keep request order.
+    order = sorted(slots, key=lambda slot: (counts[slot.index], slot.index))
+    position = {slot.index: depth for depth, slot in enumerate(order)}
+    subtree_checks = {}
+    for members in plan.subtree_slots:
+        last = max(position[index] for index in members)
+        subtree_checks.setdefault(last, []).append(members)
+    unsuffixed = [position[slot.index] for slot in slots
+                  if not slot.granular]
+    traits_check_at = max(unsuffixed) if (
+        unsuffixed and plan.unsuffixed_required) else None
+    return order, subtree_checks, traits_check_at
 
 
 class _AnchorSearch:
@@ -488,19 +510,13 @@ class _AnchorSearch:
             for choices in options.values():
                 rng.shuffle(choices)
         self.options = options
-        # Most constrained slot first; ties keep request order.
-        self.order = sorted(
-            slots, key=lambda slot: (len(options[slot.index]), slot.index))
-        position = {slot.index: depth
-                    for depth, slot in enumerate(self.order)}
-        self.subtree_checks = collections.defaultdict(list)
-        for members in plan.subtree_slots:
-            last = max(position[index] for index in members)
-            self.subtree_checks[last].append(members)
-        unsuffixed = [position[slot.index] for slot in slots
-                      if not slot.granular]
-        self.traits_check_at = max(unsuffixed) if (
-            unsuffixed and plan.unsuffixed_required) else None
+        # Anchors of one request mostly offer as many options per slot:
+        # the same search layout.
+        counts = tuple([len(options[slot.index]) for slot in slots])
+        layout = plan.layouts.get(counts)
+        if layout is None:
+            layout = plan.layouts[counts] = _layout(slots, plan, counts)
+        self.order, self.subtree_checks, self.traits_check_at = layout
         self.assignment = [None] * len(slots)
         # Plain dicts: Counter's Python-level __missing__/__delitem__ were
         # a tenth of the search.
@@ -663,6 +679,9 @@ class _AnchorSearch:
         # The last slot yields its solutions itself: one generator less
         # per candidate.
         last = depth + 1 == len(self.order)
+        if slot.free and not last:
+            yield from self._extend_free(depth)
+            return
         failed = set()
         isolated = self.isolated if (
             self.plan.isolate and slot.granular) else ()
@@ -687,6 +706,21 @@ class _AnchorSearch:
             self._unassign(slot, node)
             if sym is not None and self.found == before:
                 failed.add(sym)
+
+    def _extend_free(self, depth):
+        """``_extend`` for a slot no other slot depends on: the deeper
+        slots' solutions are the same whichever option it takes, so they
+        are searched once (lazily, for its first option) and replayed for
+        the others, in the order ``_extend`` would give."""
+        index = self.order[depth].index
+        options = self.options[index]
+        recorded = []
+        for sub in self._extend(depth + 1):
+            recorded.append(sub)
+            yield sub[:index] + (options[0],) + sub[index + 1:]
+        for node in options[1:]:
+            for sub in recorded:
+                yield sub[:index] + (node,) + sub[index + 1:]
 
 
 def same_subtree(nodes):
@@ -773,6 +807,15 @@ class _Batches:
         return max(self.first, min(estimate, self.largest))
 
 
+def _mark_free(slots, plan):
+    """Flag the slots whose choice constrains no other slot."""
+    for slot in slots:
+        slot.free = not (
+            slot.tracked or slot.subtrees or plan.exclude_nested
+            or (plan.unsuffixed_required and not slot.granular)
+            or (plan.isolate and slot.granular and len(plan.granular) > 1))
+
+
 def find_candidates(snapshot, groups, wide, settings=None,
                     in_tree_roots=None, anchors=None, load=None):
     """Allocation candidates for ``groups`` (request order).
@@ -841,6 +884,7 @@ def find_candidates(snapshot, groups, wide, settings=None,
         rc: (total, [slot.index for slot in slots
                      if any(name == rc for name, _ in slot.resources)])
         for rc, total in plan.shared_classes.items()}
+    _mark_free(slots, plan)
     plan.independent = not (
         plan.exclude_nested or plan.subtree_slots or plan.shared_classes
         or (plan.isolate and sum(slot.granular for slot in slots) > 1))

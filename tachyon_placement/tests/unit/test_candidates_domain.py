@@ -823,3 +823,53 @@ def test_product_of_independent_slots_keeps_the_search_order(seed,
     assert fast == slow
     if fast:
         assert products
+
+
+def compare_free_slots(seed, monkeypatch):
+    """Search a random request with and without the replay of free slots
+    (and the product of independent ones); True when it replayed."""
+    rng = random.Random(seed)
+    cloud = random_cloud(rng)
+    groups = random_groups(rng)
+    suffixes = [g.suffix for g in groups if g.suffix]
+    subtrees = []
+    resourceless = {g.suffix for g in groups if not g.resources}
+    if resourceless:
+        subtrees.append(resourceless | set(suffixes[:1]))
+    wide = domain.RequestWide(group_policy=rng.choice(['none', 'isolate']),
+                              same_subtrees=subtrees,
+                              limit=rng.choice([None, None, 4]))
+
+    def ordered():
+        result = domain.find_candidates(cloud.snapshot(), groups, wide)
+        return [(r.anchor, r.allocations, r.mappings)
+                for r in result.allocation_requests]
+
+    replayed = []
+    real = domain._AnchorSearch._extend_free
+
+    def counting(search, depth):
+        replayed.append(depth)
+        return real(search, depth)
+    monkeypatch.setattr(domain._AnchorSearch, '_extend_free', counting)
+    fast = ordered()
+    monkeypatch.setattr(domain, '_mark_free', lambda slots, plan: None)
+    monkeypatch.setattr(domain._AnchorSearch, '_product',
+                        lambda search: search._extend(0))
+    assert fast == ordered()
+    return bool(replayed)
+
+
+@pytest.mark.parametrize('seed', range(300))
+def test_free_slots_keep_the_search_order(seed, monkeypatch):
+    """Slots nothing depends on are searched once and replayed: the same
+    candidates in the same order as a plain search."""
+    compare_free_slots(seed, monkeypatch)
+
+
+def test_free_slots_are_replayed_in_the_cross_check():
+    replayed = 0
+    for seed in range(300):
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            replayed += compare_free_slots(seed, monkeypatch)
+    assert replayed >= 10
