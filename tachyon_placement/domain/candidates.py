@@ -30,8 +30,13 @@ slots, most constrained slot first, checking capacity, isolation and
 subtree constraints as soon as they can fail, and skipping a provider that
 is interchangeable with one that already failed at the same point (same
 parent, traits, aggregates, inventory and usage, not yet used by this
-candidate).  Results stream per anchor, depth-first or breadth-first, so a
-``limit`` stops the work (and the loading) early.
+candidate).  A slot whose choice constrains no other (its classes asked
+for by no other slot, outside isolation and same_subtree) is not searched
+again for each of its options: the deeper solutions are replayed, and when
+every slot is such, the candidates are the product of the options.  What a
+provider fits is memoized on it per slot signature, across requests: it
+never changes.  Results stream per anchor, depth-first or breadth-first, so
+a ``limit`` stops the work (and the loading) early.
 
 ``randomize_allocation_candidates``: Placement samples ``limit`` candidates
 from everything it generated.  Here roots and choices are visited in random
