@@ -472,13 +472,14 @@ class _Plan:
     exclude_nested: bool
     unsuffixed_required: list
     subtree_slots: list          # [[slot index, ...] per same_subtree]
-    shared_classes: dict         # {rc: total} for classes in >1 slot
+    # {rc: (total amount, [index of the slots asking])} for classes in
+    # several slots
+    shared_slots: dict
+    granular: list               # indexes of the suffixed groups' slots
     # No choice can rule out another (no class in two slots, no isolation
     # between two groups, no same_subtree, no nested pruning): an anchor's
     # candidates are the product of its slots' options.
     independent: bool = False
-    granular: list = ()          # indexes of the suffixed groups' slots
-    shared_slots: dict = None    # {rc: (total, [index of slots asking])}
     layouts: dict = dataclasses.field(default_factory=dict)
 
 
@@ -864,11 +865,11 @@ def find_candidates(snapshot, groups, wide, settings=None,
         for index in members:
             slots[index].subtrees += (len(subtree_slots) - 1,)
     totals = collections.Counter()
-    counts = collections.Counter()
+    asking = collections.defaultdict(list)
     for slot in slots:
         for rc, amount in slot.resources:
             totals[rc] += amount
-            counts[rc] += 1
+            asking[rc].append(slot.index)
     unsuffixed = [group for group in groups if not group.use_same_provider]
     exclude_nested = not settings.nested_aware
     plan = _Plan(
@@ -880,19 +881,16 @@ def find_candidates(snapshot, groups, wide, settings=None,
         unsuffixed_required=(unsuffixed[0].required_traits
                              if unsuffixed else []),
         subtree_slots=subtree_slots,
-        shared_classes={rc: totals[rc] for rc in totals if counts[rc] > 1})
+        shared_slots={rc: (totals[rc], indexes)
+                      for rc, indexes in asking.items() if len(indexes) > 1},
+        granular=[slot.index for slot in slots if slot.granular])
     for slot in slots:
         slot.tracked = tuple((rc, amount) for rc, amount in slot.resources
-                             if rc in plan.shared_classes)
-    plan.granular = [slot.index for slot in slots if slot.granular]
-    plan.shared_slots = {
-        rc: (total, [slot.index for slot in slots
-                     if any(name == rc for name, _ in slot.resources)])
-        for rc, total in plan.shared_classes.items()}
+                             if rc in plan.shared_slots)
     _mark_free(slots, plan)
     plan.independent = not (
-        plan.exclude_nested or plan.subtree_slots or plan.shared_classes
-        or (plan.isolate and sum(slot.granular for slot in slots) > 1))
+        plan.exclude_nested or plan.subtree_slots or plan.shared_slots
+        or (plan.isolate and len(plan.granular) > 1))
     anchor_ok = _anchor_filter(wide)
     limit = wide.limit
     # Old microversions list only the providers of the surviving requests

@@ -790,44 +790,9 @@ def test_search_matches_brute_force(seed):
     assert set(got) == expected
 
 
-@pytest.mark.parametrize('seed', range(100))
-def test_product_of_independent_slots_keeps_the_search_order(seed,
-                                                             monkeypatch):
-    """When no choice constrains another the search takes the options'
-    product; it must give what backtracking gives, in the same order."""
-    rng = random.Random(seed)
-    cloud = random_cloud(rng)
-    groups = [group(resources=random_amounts(rng, 2),
-                    required=['CUSTOM_A'] if rng.random() < 0.4 else [])]
-    classes = {'VCPU', 'VF'} - set(groups[0].resources)
-    if classes and rng.random() < 0.6:
-        groups.append(group('1', resources={classes.pop(): 1}))
-    wide = domain.RequestWide(group_policy=rng.choice(['none', 'isolate']),
-                              limit=rng.choice([None, 3]))
-
-    def ordered(result):
-        return [(r.anchor, r.allocations, r.mappings)
-                for r in result.allocation_requests]
-
-    products = []
-    real_product = domain._AnchorSearch._product
-
-    def counting(search):
-        products.append(search.anchor)
-        return real_product(search)
-    monkeypatch.setattr(domain._AnchorSearch, '_product', counting)
-    fast = ordered(domain.find_candidates(cloud.snapshot(), groups, wide))
-    monkeypatch.setattr(domain._AnchorSearch, '_product',
-                        lambda search: search._extend(0))
-    slow = ordered(domain.find_candidates(cloud.snapshot(), groups, wide))
-    assert fast == slow
-    if fast:
-        assert products
-
-
 def compare_free_slots(seed, monkeypatch):
     """Search a random request with and without the replay of free slots
-    (and the product of independent ones); True when it replayed."""
+    and the product of independent ones; which of the two it used."""
     rng = random.Random(seed)
     cloud = random_cloud(rng)
     groups = random_groups(rng)
@@ -845,19 +810,25 @@ def compare_free_slots(seed, monkeypatch):
         return [(r.anchor, r.allocations, r.mappings)
                 for r in result.allocation_requests]
 
-    replayed = []
-    real = domain._AnchorSearch._extend_free
+    used = set()
+    replay = domain._AnchorSearch._extend_free
+    product = domain._AnchorSearch._product
 
-    def counting(search, depth):
-        replayed.append(depth)
-        return real(search, depth)
-    monkeypatch.setattr(domain._AnchorSearch, '_extend_free', counting)
+    def replaying(search, depth):
+        used.add('replay')
+        return replay(search, depth)
+
+    def multiplying(search):
+        used.add('product')
+        return product(search)
+    monkeypatch.setattr(domain._AnchorSearch, '_extend_free', replaying)
+    monkeypatch.setattr(domain._AnchorSearch, '_product', multiplying)
     fast = ordered()
     monkeypatch.setattr(domain, '_mark_free', lambda slots, plan: None)
     monkeypatch.setattr(domain._AnchorSearch, '_product',
                         lambda search: search._extend(0))
     assert fast == ordered()
-    return bool(replayed)
+    return used
 
 
 @pytest.mark.parametrize('seed', range(300))
@@ -867,9 +838,10 @@ def test_free_slots_keep_the_search_order(seed, monkeypatch):
     compare_free_slots(seed, monkeypatch)
 
 
-def test_free_slots_are_replayed_in_the_cross_check():
-    replayed = 0
+def test_cross_check_exercises_replay_and_product():
+    used = collections.Counter()
     for seed in range(300):
         with pytest.MonkeyPatch.context() as monkeypatch:
-            replayed += compare_free_slots(seed, monkeypatch)
-    assert replayed >= 10
+            used.update(compare_free_slots(seed, monkeypatch))
+    assert used['replay'] >= 10
+    assert used['product'] >= 10
