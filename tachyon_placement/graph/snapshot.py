@@ -72,7 +72,7 @@ RETURN gone.uuid AS uuid
 """)
 
 _EMPTY = frozenset()
-# Fewest records loaded between two gc.freeze() (see WorldCache._settle).
+# Fewest providers made between two gc.freeze() (see settle()).
 _FREEZE_AFTER = 500
 # Distinct (resource class, amount) pairs whose roots a World remembers.
 _RC_ROOTS_KEPT = 32
