@@ -73,17 +73,32 @@ class FalkorDBEngine(engine.Engine):
         return self._run(statement, params, read_only=False)
 
     def ensure_schema(self):
+        """Create what is missing, drop what is obsolete, and nothing
+        else: FalkorDB logs a CRITICAL line for every constraint created
+        again, so existing ones are listed first."""
         self.write(schema.REGISTER_RELATIONSHIP_TYPES)
-        for label, prop, unique in schema.KEYS:
-            try:
-                if unique:
-                    self._graph.create_node_unique_constraint(label, prop)
-                else:
+        try:
+            indexed = {(row[0], prop)
+                       for row in self._graph.list_indices().result_set
+                       if row[6] == 'NODE' for prop in row[1]}
+            unique = {(c['label'], tuple(c['properties']))
+                      for c in self._graph.list_constraints()
+                      if c['type'] == 'UNIQUE' and c['entitytype'] == 'NODE'}
+            for label, prop, _unique in schema.OBSOLETE_KEYS:
+                if (label, (prop,)) in unique:
+                    self._graph.drop_node_unique_constraint(label, prop)
+                if (label, prop) in indexed:
+                    self._graph.drop_node_range_index(label, prop)
+            for label, prop, _unique in schema.KEYS:
+                if (label, prop) not in indexed:
                     self._graph.create_node_range_index(label, prop)
-            except redis.exceptions.ResponseError as exc:
-                message = str(exc)
-                if 'already' not in message:
-                    raise engine.GraphError(message) from exc
+            self.write(schema.BACKFILL_NAME_KEYS,
+                       open=schema.NAME_KEY_OPEN, close=schema.NAME_KEY_CLOSE)
+            for label, prop, is_unique in schema.KEYS:
+                if is_unique and (label, (prop,)) not in unique:
+                    self._graph.create_node_unique_constraint(label, prop)
+        except redis.exceptions.ResponseError as exc:
+            raise engine.GraphError(str(exc)) from exc
 
     def reset(self):
         self.write(schema.DELETE_ALL)

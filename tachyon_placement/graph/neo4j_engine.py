@@ -70,8 +70,10 @@ class Neo4jEngine(engine.Engine):
         return self._run(statement, params, read_only=False)
 
     def ensure_schema(self):
-        for statement in schema.SCHEMA:
+        for statement in schema.DROP_OBSOLETE + schema.SCHEMA:
             self.write(statement)
+        self.write(schema.BACKFILL_NAME_KEYS,
+                   open=schema.NAME_KEY_OPEN, close=schema.NAME_KEY_CLOSE)
 
     def reset(self):
         self.write(schema.DELETE_ALL)

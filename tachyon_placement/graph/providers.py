@@ -7,6 +7,8 @@ order Placement lists providers in.
 """
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
+from tachyon_placement.graph import engine
+from tachyon_placement.graph import schema
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 
@@ -19,7 +21,7 @@ RETURN %s
 """ % PROVIDER)
 
 GET_BY_NAME = Statement('rp_get_by_name', common="""
-MATCH (rp:ResourceProvider {name: $name})
+MATCH (rp:ResourceProvider {name_key: $name_key})
 RETURN %s
 """ % PROVIDER)
 
@@ -30,7 +32,7 @@ RETURN rp.uuid AS uuid
 
 CREATE = Statement('rp_create', common="""
 OPTIONAL MATCH (same_uuid:ResourceProvider {uuid: $uuid})
-OPTIONAL MATCH (same_name:ResourceProvider {name: $name})
+OPTIONAL MATCH (same_name:ResourceProvider {name_key: $name_key})
 OPTIONAL MATCH (parent:ResourceProvider {uuid: $parent_uuid})
 WITH same_uuid, same_name, parent
 WHERE same_uuid IS NULL AND same_name IS NULL
@@ -39,7 +41,8 @@ MERGE (counter:Meta {key: 'provider_seq'})
 SET counter.value = coalesce(counter.value, 0) + 1
 WITH parent, counter
 %s
-CREATE (rp:ResourceProvider {uuid: $uuid, name: $name, generation: 0,
+CREATE (rp:ResourceProvider {uuid: $uuid, name: $name, name_key: $name_key,
+                             generation: 0,
                              parent_uuid: $parent_uuid,
                              root_uuid: coalesce(parent.root_uuid, $uuid),
                              seq: counter.value, stamp: stamp,
@@ -51,24 +54,27 @@ RETURN %s
 
 RENAME = Statement('rp_rename', common="""
 MATCH (rp:ResourceProvider {uuid: $uuid})
-OPTIONAL MATCH (clash:ResourceProvider {name: $name})
+OPTIONAL MATCH (clash:ResourceProvider {name_key: $name_key})
 WITH rp, clash WHERE clash IS NULL OR clash = rp
 %s
-SET rp.name = $name, rp.updated_at = timestamp(), rp.stamp = stamp
+SET rp.name = $name, rp.name_key = $name_key, rp.updated_at = timestamp(), rp.stamp = stamp
 RETURN %s
 """ % (versioning.BUMP, PROVIDER))
 
 # Moves a provider (and its subtree) under a new parent, or makes it a root
-# when $parent_uuid is null.  The subtree takes the new root.  The caller
-# has checked for loops; the WHERE re-checks that the parent still exists
-# and the tree shape the caller saw (old parent) still holds.
+# when $parent_uuid is null, and renames it.  The subtree takes the new
+# root.  The caller has checked for loops; the WHERE re-checks that the
+# parent still exists, the tree shape the caller saw (old parent) still
+# holds and no other provider has the name.
 REPARENT = Statement('rp_reparent', common="""
 MATCH (rp:ResourceProvider {uuid: $uuid})
 WHERE rp.parent_uuid = $old_parent_uuid
    OR (rp.parent_uuid IS NULL AND $old_parent_uuid IS NULL)
 OPTIONAL MATCH (parent:ResourceProvider {uuid: $parent_uuid})
-WITH rp, parent
-WHERE $parent_uuid IS NULL OR parent IS NOT NULL
+OPTIONAL MATCH (clash:ResourceProvider {name_key: $name_key})
+WITH rp, parent, clash
+WHERE ($parent_uuid IS NULL OR parent IS NOT NULL)
+  AND (clash IS NULL OR clash = rp)
 OPTIONAL MATCH (:ResourceProvider)-[old:PARENT_OF]->(rp)
 DELETE old
 WITH DISTINCT rp, parent
@@ -76,6 +82,7 @@ FOREACH (p IN CASE WHEN parent IS NULL THEN [] ELSE [parent] END |
          CREATE (p)-[:PARENT_OF]->(rp))
 SET rp.parent_uuid = $parent_uuid,
     rp.name = $name,
+    rp.name_key = $name_key,
     rp.updated_at = timestamp()
 WITH rp, coalesce(parent.root_uuid, rp.uuid) AS new_root
 %s
@@ -131,29 +138,41 @@ class ProviderStore:
 
     def create_provider(self, uuid, name, parent_uuid=None):
         """Create a provider; raises Exists (field=uuid|name) or Invalid."""
-        rows = self.engine.write(CREATE, uuid=uuid, name=name,
-                                 parent_uuid=parent_uuid)
+        try:
+            rows = self.engine.write(CREATE, uuid=uuid, name=name,
+                                     name_key=schema.name_key(name),
+                                     parent_uuid=parent_uuid)
+        except engine.ConstraintViolation:
+            # A concurrent create took the uuid or name after the
+            # statement's own check (Neo4j): say which, below.
+            rows = []
         if rows:
             return provider_from_row(rows[0]['rp'])
         if self.engine.read(GET, uuid=uuid):
             raise errors.Exists(field='uuid', value=uuid)
-        if self.engine.read(GET_BY_NAME, name=name):
+        if self.engine.read(GET_BY_NAME, name_key=schema.name_key(name)):
             raise errors.Exists(field='name', value=name)
         raise errors.Invalid('parent provider UUID does not exist.')
 
     def update_provider(self, current, name, parent_uuid):
         """Rename and/or move ``current``; tree rules are the caller's."""
+        params = dict(uuid=current.uuid, name=name,
+                      name_key=schema.name_key(name))
         if parent_uuid == current.parent_uuid:
-            rows = self.engine.write(RENAME, uuid=current.uuid, name=name)
+            statement = RENAME
         else:
-            rows = self.engine.write(
-                REPARENT, uuid=current.uuid, name=name,
-                parent_uuid=parent_uuid, old_parent_uuid=current.parent_uuid)
+            statement = REPARENT
+            params.update(parent_uuid=parent_uuid,
+                          old_parent_uuid=current.parent_uuid)
+        try:
+            rows = self.engine.write(statement, **params)
+        except engine.ConstraintViolation:
+            rows = []  # a concurrent write took the name: see below
         if rows:
             return provider_from_row(rows[0]['rp'])
         if not self.engine.read(GET, uuid=current.uuid):
             raise errors.NotFound(uuid=current.uuid)
-        clash = self.engine.read(GET_BY_NAME, name=name)
+        clash = self.engine.read(GET_BY_NAME, name_key=schema.name_key(name))
         if clash and clash[0]['rp']['uuid'] != current.uuid:
             raise errors.Exists(field='name', value=name)
         if parent_uuid and not self.engine.read(GET, uuid=parent_uuid):

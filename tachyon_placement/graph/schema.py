@@ -2,25 +2,53 @@
 from tachyon_placement.graph.cypher import Statement
 
 # (label, property, unique)
+#
+# Provider names are free text (Placement allows " a", "a ", "" is refused
+# only by the schema's minLength), so they are not keyed on directly:
+# FalkorDB's string index trims leading and trailing whitespace when it
+# indexes a value (a lookup of "a" then also finds " a" and "a "), and its
+# unique-constraint check crashes the server on such values (and on "").
+# ``name_key`` (see providers.name_key) wraps the name in non-blank
+# delimiters, which both engines index exactly.
 KEYS = (
     ('ResourceProvider', 'uuid', True),
-    ('ResourceProvider', 'name', True),
+    ('ResourceProvider', 'name_key', True),
     ('ResourceProvider', 'root_uuid', False),
     ('ResourceClass', 'name', True),
     ('Trait', 'name', True),
     ('Aggregate', 'uuid', True),
     ('Consumer', 'uuid', True),
-    ('Project', 'external_id', True),
-    ('User', 'external_id', True),
     ('ConsumerType', 'name', True),
     ('Meta', 'key', True),
     ('ResourceProvider', 'stamp', False),
     ('Tombstone', 'stamp', False),
 )
 
+NAME_KEY_OPEN = '<'
+NAME_KEY_CLOSE = '>'
+
+
+def name_key(name):
+    """The indexed, unique key of a provider name (see KEYS)."""
+    return NAME_KEY_OPEN + name + NAME_KEY_CLOSE
+
+
+# Keys of earlier versions that ensure_schema removes: the unique
+# constraint on the raw provider name (the crash above) and the unused
+# Project/User keys.
+OBSOLETE_KEYS = (
+    ('ResourceProvider', 'name', True),
+    ('Project', 'external_id', True),
+    ('User', 'external_id', True),
+)
+
+
+def _neo4j_name(label, prop):
+    return '%s_%s' % (label.lower(), prop)
+
 
 def _neo4j_ddl(label, prop, unique):
-    name = '%s_%s' % (label.lower(), prop)
+    name = _neo4j_name(label, prop)
     if unique:
         return ('CREATE CONSTRAINT %s IF NOT EXISTS FOR (n:%s) '
                 'REQUIRE n.%s IS UNIQUE' % (name, label, prop))
@@ -28,14 +56,30 @@ def _neo4j_ddl(label, prop, unique):
         name, label, prop)
 
 
-# FalkorDB has no IF NOT EXISTS; the engine ignores "already indexed".
-# Unique constraints are created with GRAPH.CONSTRAINT by the engine on top
-# of these exact-match indexes.
+# FalkorDB has no IF NOT EXISTS: its engine lists what exists and creates
+# the rest.  Unique constraints are created with GRAPH.CONSTRAINT by the
+# engine on top of these exact-match indexes.
 SCHEMA = tuple(
     Statement('schema_%s_%s' % (label.lower(), prop),
               neo4j=_neo4j_ddl(label, prop, unique),
               falkordb='CREATE INDEX FOR (n:%s) ON (n.%s)' % (label, prop))
     for label, prop, unique in KEYS)
+
+# Sent by the Neo4j engine only: FalkorDB has no constraint DDL in Cypher
+# (its engine uses GRAPH.CONSTRAINT DROP), so its text is a no-op.
+DROP_OBSOLETE = tuple(
+    Statement('schema_drop_%s_%s' % (label.lower(), prop),
+              neo4j='DROP CONSTRAINT %s IF EXISTS' % _neo4j_name(label, prop),
+              falkordb='RETURN 0 AS nothing')
+    for label, prop, unique in OBSOLETE_KEYS)
+
+# Providers written before name_key existed get theirs.
+BACKFILL_NAME_KEYS = Statement('schema_backfill_name_keys', common='''
+MATCH (rp:ResourceProvider)
+WHERE rp.name_key IS NULL
+SET rp.name_key = $open + rp.name + $close
+RETURN count(rp) AS filled
+''')
 
 # Every relationship type of the model.  FalkorDB caches a query's plan on
 # first use, and a plan made while a relationship type did not exist yet
