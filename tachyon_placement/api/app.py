@@ -10,6 +10,7 @@ import webob.exc
 
 from tachyon_placement.api import auth
 from tachyon_placement.api import errors
+from tachyon_placement.api import inputs
 from tachyon_placement.api import microversion
 from tachyon_placement.api import routes as route_table
 from tachyon_placement.api import wsgi
@@ -51,20 +52,25 @@ class PlacementApp:
         except ValueError:
             raise errors.BadRequest(
                 'content-length header must be an integer')
+        inputs.check_path(environ)
         match = self.mapper.match(environ=environ)
         if match is None:
             raise errors.NotFound(None)
         func = match.pop('action')
         if func is None:
-            raise errors.MethodNotAllowed(
+            # Rendered here, not raised: Placement's 405 carries Vary.
+            error = errors.MethodNotAllowed(
                 'The method specified is not allowed for this resource.',
                 headers={'allow': str(match['_methods'])})
+            return wsgi.to_webob(error, environ)(environ, start_response)
         environ['wsgiorg.routing_args'] = ((), match)
         req = wsgi.Request(environ)
         try:
             response = func(req)
         except errors.ApiError as exc:
-            raise wsgi.to_webob(exc, environ)
+            if not exc.rendered_by_handler:
+                raise wsgi.to_webob(exc, environ)
+            response = wsgi.to_webob(exc, environ)
         return response(environ, start_response)
 
 

@@ -21,9 +21,17 @@ QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
 
 
 class ApiError(Exception):
-    """An error with an HTTP status, rendered as Placement's JSON error."""
+    """An error with an HTTP status, rendered as Placement's JSON error.
+
+    ``rendered_by_handler``: Placement turns this kind of error into a
+    response inside the handler, so the microversion middleware adds
+    ``Vary: openstack-api-version`` to it as to any response; errors it
+    raises past the handler (policy refusals, unknown URLs) get only the
+    version header.
+    """
 
     webob_class = webob.exc.HTTPBadRequest
+    rendered_by_handler = True
 
     def __init__(self, detail, code=DEFAULT, headers=None):
         super().__init__(detail)
@@ -42,6 +50,10 @@ class BadRequest(ApiError):
 
 class Forbidden(ApiError):
     webob_class = webob.exc.HTTPForbidden
+
+
+class PolicyForbidden(Forbidden):
+    rendered_by_handler = False
 
 
 class NotFound(ApiError):

@@ -6,7 +6,6 @@ the media types it accepts and produces.  ``ApiError`` raised anywhere below
 becomes Placement's JSON error body.
 """
 import functools
-import json
 
 import jsonschema
 import orjson
@@ -18,11 +17,13 @@ import webob.dec
 import webob.exc
 
 from tachyon_placement.api import errors
+from tachyon_placement.api import inputs
 from tachyon_placement.api import microversion
 
 ENV_ERROR_CODE = 'placement.error_code'
 ENV_CONTEXT = 'placement.context'
 ENV_APP = 'tachyon.app'
+ENV_QUERY_CHECKED = 'tachyon.query_checked'
 JSON = 'application/json'
 
 _FORMAT_CHECKER = jsonschema.FormatChecker()
@@ -100,6 +101,15 @@ class Request(webob.Request):
     def conf(self):
         return self.app.conf
 
+    @property
+    def GET(self):
+        # Checked where a handler first reads it, after the version and
+        # policy checks that come before it in Placement.
+        if not self.environ.get(ENV_QUERY_CHECKED):
+            inputs.check_query(self.environ)
+            self.environ[ENV_QUERY_CHECKED] = True
+        return super().GET
+
     def path_item(self, name):
         return self.environ['wsgiorg.routing_args'][1].get(name)
 
@@ -118,7 +128,7 @@ class Request(webob.Request):
             validate(last, schema)
             if first != last:
                 validate(first, schema)
-        except (jsonschema.ValidationError, UnicodeDecodeError) as exc:
+        except jsonschema.ValidationError as exc:
             raise errors.BadRequest(
                 'Invalid query string parameters: %(exc)s' % {'exc': exc})
 
@@ -128,10 +138,7 @@ class Request(webob.Request):
 
 
 def extract_json(body, schema):
-    try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise errors.BadRequest('Malformed JSON: %(error)s' % {'error': exc})
+    data = inputs.load_json(body)
     try:
         validate(data, schema)
     except jsonschema.ValidationError as exc:
