@@ -14,6 +14,7 @@ from tachyon_placement.api import inputs
 from tachyon_placement.api import microversion
 from tachyon_placement.api import routes as route_table
 from tachyon_placement.api import wsgi
+from tachyon_placement.domain import conflicts
 
 LOG = logging.getLogger(__name__)
 
@@ -34,6 +35,9 @@ class PlacementApp:
     def __init__(self, conf, store):
         self.conf = conf
         self.store = store
+        # Allocation writers of this process on the same providers take
+        # turns instead of racing (see domain.conflicts).
+        self.write_lanes = conflicts.WriteLanes()
         self.mapper = make_mapper(route_table.ROUTES)
 
     def __call__(self, environ, start_response):

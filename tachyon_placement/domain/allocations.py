@@ -215,8 +215,10 @@ def check_providers_exist(requested_rps, providers):
 def apply(store, requests, retries, client_generations=None,
           bump_emptied=True):
     """Read, check and write ``requests`` atomically, retrying when another
-    writer changed a provider or consumer in between (Placement's
-    ``allocation_conflict_retry_count``).
+    writer changed a provider or consumer in between.
+
+    ``retries``: a ``conflicts.ConflictRetries`` (how many attempts, how
+    long to wait between them).
 
     ``client_generations``: {consumer uuid: generation or None} to enforce
     (microversion 1.28+); None skips the check.  ``store`` is the graph
@@ -227,21 +229,25 @@ def apply(store, requests, retries, client_generations=None,
     requested_classes = {rc for request in requests
                          for amounts in request.allocations.values()
                          for rc in amounts}
-    for _attempt in range(max(retries, 1)):
-        consumers = store.consumer_states([r.uuid for r in requests])
-        check_consumer_generations(consumers, client_generations)
-        held_rps = {rp for state in consumers.values()
-                    for rp in state.allocations}
-        providers = store.provider_states(set(requested_rps) | held_rps)
-        check_providers_exist(requested_rps, providers)
-        missing = store.missing_resource_classes(requested_classes)
-        if missing:
-            raise UnknownResourceClass(
-                'No such resource class %s.' % sorted(missing)[0])
-        plan = plan_write(requests, consumers, providers,
-                          bump_emptied=bump_emptied)
-        if store.write_allocations(plan):
-            return
+    lane_keys = set(requested_rps) | {r.uuid for r in requests}
+    for _attempt in retries:
+        with retries.lane(lane_keys):
+            # Providers are read last: a write fails when one of them
+            # changed since, so the shorter that window the fewer retries.
+            missing = store.missing_resource_classes(requested_classes)
+            if missing:
+                raise UnknownResourceClass(
+                    'No such resource class %s.' % sorted(missing)[0])
+            consumers = store.consumer_states([r.uuid for r in requests])
+            check_consumer_generations(consumers, client_generations)
+            held_rps = {rp for state in consumers.values()
+                        for rp in state.allocations}
+            providers = store.provider_states(set(requested_rps) | held_rps)
+            check_providers_exist(requested_rps, providers)
+            plan = plan_write(requests, consumers, providers,
+                              bump_emptied=bump_emptied)
+            if store.write_allocations(plan):
+                return
     raise errors.ConcurrentUpdate(
         'Another thread concurrently updated the resource provider data. '
         'Please retry your update')

@@ -94,22 +94,28 @@ def apply(store, new_inventories, requests, retries,
     requested_classes |= {inventory.resource_class
                           for inventories in new_inventories.values()
                           for inventory in inventories}
-    for _attempt in range(max(retries, 1)):
-        consumers = store.consumer_states([r.uuid for r in requests])
-        allocations.check_consumer_generations(consumers,
-                                               client_generations)
-        held_rps = {rp for state in consumers.values()
-                    for rp in state.allocations}
-        providers = store.provider_states(
-            set(requested_rps) | held_rps | set(new_inventories))
-        allocations.check_providers_exist(requested_rps, providers)
-        missing = store.missing_resource_classes(requested_classes)
-        if missing:
-            raise allocations.UnknownResourceClass(
-                'No such resource class %s.' % sorted(missing)[0])
-        plan = plan_reshape(new_inventories, requests, consumers, providers)
-        if store.write_reshape(plan):
-            return
+    lane_keys = (set(requested_rps) | set(new_inventories)
+                 | {r.uuid for r in requests})
+    for _attempt in retries:
+        with retries.lane(lane_keys):
+            # Providers are read last: a write fails when one of them
+            # changed since, so the shorter that window the fewer retries.
+            missing = store.missing_resource_classes(requested_classes)
+            if missing:
+                raise allocations.UnknownResourceClass(
+                    'No such resource class %s.' % sorted(missing)[0])
+            consumers = store.consumer_states([r.uuid for r in requests])
+            allocations.check_consumer_generations(consumers,
+                                                   client_generations)
+            held_rps = {rp for state in consumers.values()
+                        for rp in state.allocations}
+            providers = store.provider_states(
+                set(requested_rps) | held_rps | set(new_inventories))
+            allocations.check_providers_exist(requested_rps, providers)
+            plan = plan_reshape(new_inventories, requests, consumers,
+                                providers)
+            if store.write_reshape(plan):
+                return
     raise errors.ConcurrentUpdate(
         'Another thread concurrently updated the data. Please retry your '
         'update')

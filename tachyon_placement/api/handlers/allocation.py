@@ -7,6 +7,7 @@ from oslo_utils import uuidutils
 from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.domain import allocations as domain
+from tachyon_placement.domain import conflicts
 from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.policies import allocation as policies
 from tachyon_placement.schemas import allocation as schema
@@ -74,11 +75,16 @@ def consumer_request(req, consumer_uuid, data):
         consumer_type=data.get('consumer_type'))
 
 
+def conflict_retries(req):
+    return conflicts.ConflictRetries(
+        req.conf.placement.allocation_conflict_retry_count,
+        lanes=req.app.write_lanes)
+
+
 def _apply(req, requests, client_generations, unknown_class_message,
            bump_emptied=True):
     try:
-        domain.apply(req.store, requests,
-                     req.conf.placement.allocation_conflict_retry_count,
+        domain.apply(req.store, requests, conflict_retries(req),
                      client_generations=client_generations,
                      bump_emptied=bump_emptied)
     except domain.ConsumerGenerationConflict as exc:

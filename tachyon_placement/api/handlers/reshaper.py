@@ -41,7 +41,7 @@ def reshape(req):
         for rp_uuid, inventories in new_inventories.items():
             inventory_domain.check_capacity(rp_uuid, inventories, True)
         domain.apply(req.store, new_inventories, requests,
-                     req.conf.placement.allocation_conflict_retry_count,
+                     allocation_handler.conflict_retries(req),
                      client_generations=generations)
     except allocations.ConsumerGenerationConflict as exc:
         raise errors.Conflict(exc.message, code=errors.CONCURRENT_UPDATE)

@@ -18,11 +18,15 @@ def free_port():
 class ServedPlacement:
     """The API served by its console script with a config of its own."""
 
-    def __init__(self, workdir, extra_conf='', appendfsync='everysec'):
+    def __init__(self, workdir, extra_conf='', appendfsync='everysec',
+                 data_dir=None):
+        """``data_dir``: another instance's, to share its engine as API
+        worker processes do."""
         self.workdir = str(workdir)
+        os.makedirs(self.workdir, exist_ok=True)
         self.port = free_port()
         self.config = os.path.join(self.workdir, 'placement.conf')
-        self.data_dir = os.path.join(self.workdir, 'graph')
+        self.data_dir = data_dir or os.path.join(self.workdir, 'graph')
         with open(self.config, 'w') as out:
             out.write('[api]\nauth_strategy = noauth2\n'
                       '[graph]\ndata_dir = %s\nappendfsync = %s\n%s'

@@ -2,6 +2,7 @@
 import pytest
 
 from tachyon_placement.domain import allocations as domain
+from tachyon_placement.domain import conflicts
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
 
@@ -120,22 +121,46 @@ class FakeStore:
         return self.writes > self.conflicts
 
 
+def retries(attempts, pauses=None):
+    """Retries that record their pauses instead of sleeping."""
+    return conflicts.ConflictRetries(
+        attempts, sleep=(pauses if pauses is not None else []).append,
+        uniform=lambda: 0.5)
+
+
 def test_apply_retries_generation_conflicts_then_gives_up():
     store = FakeStore(conflicts=2)
-    domain.apply(store, [request('c', {'rp': {'VCPU': 1}})], retries=3)
+    pauses = []
+    domain.apply(store, [request('c', {'rp': {'VCPU': 1}})],
+                 retries(3, pauses))
     assert store.writes == 3
+    assert pauses == [0.005, 0.01]
     with pytest.raises(errors.ConcurrentUpdate):
         domain.apply(FakeStore(conflicts=5),
-                     [request('c', {'rp': {'VCPU': 1}})], retries=3)
+                     [request('c', {'rp': {'VCPU': 1}})], retries(3))
+
+
+def test_conflict_pauses_grow_with_jitter_up_to_a_cap():
+    pauses = []
+    draws = iter([0.0, 1.0, 0.25, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    attempts = list(conflicts.ConflictRetries(
+        10, sleep=pauses.append, uniform=lambda: next(draws)))
+    assert attempts == list(range(10))
+    assert pauses == pytest.approx(
+        [0.0, 0.02, 0.01, 0.08, 0.16, 0.32, 0.32, 0.32, 0.32])
+    # No pause before the first attempt, and at least one attempt.
+    assert list(conflicts.ConflictRetries(0, sleep=pauses.append)) == [0]
+    assert len(pauses) == 9
 
 
 def test_apply_reports_missing_provider_class_and_stale_consumer():
     with pytest.raises(domain.ProviderMissing):
-        domain.apply(FakeStore(0), [request('c', {'nope': {'VCPU': 1}})], 3)
+        domain.apply(FakeStore(0), [request('c', {'nope': {'VCPU': 1}})],
+                     retries(3))
     with pytest.raises(domain.UnknownResourceClass):
         domain.apply(FakeStore(0), [request('c', {'rp': {'CUSTOM_X': 1}})],
-                     3)
+                     retries(3))
     with pytest.raises(domain.ConsumerGenerationConflict,
                        match='expected null but got 4'):
-        domain.apply(FakeStore(0), [request('c', {'rp': {'VCPU': 1}})], 3,
-                     client_generations={'c': 4})
+        domain.apply(FakeStore(0), [request('c', {'rp': {'VCPU': 1}})],
+                     retries(3), client_generations={'c': 4})
