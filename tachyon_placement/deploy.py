@@ -1,5 +1,6 @@
 """Assemble a running service from a ConfigOpts: store, policy, WSGI app."""
 import gc
+import threading
 
 from oslo_log import log as logging
 
@@ -19,11 +20,7 @@ def loadapp(conf, store=None):
     """
     if store is None:
         store = graph_store.open_store(conf)
-        # Load the in-memory copy of the provider graph, and index it for
-        # the candidate search, now rather than on the first request that
-        # needs it.
-        reader = store.candidate_reader()
-        reader.search_snapshot(reader.sharing_providers(), set())
+        warm_up(store)
     enforcer = policy.make_enforcer(conf)
     application = app.build_stack(conf, store, enforcer)
     application.store = store
@@ -33,3 +30,20 @@ def loadapp(conf, store=None):
     # (on a large cloud they paused requests for tens of milliseconds).
     gc.freeze()
     return application
+
+
+def warm_up(store):
+    """Load the in-memory copy of the provider graph, and index it for the
+    candidate search, in the background: the service answers meanwhile,
+    and a request that needs the copy waits for this load instead of
+    starting its own (graph/snapshot.py's WorldCache lock)."""
+    def load():
+        try:
+            reader = store.candidate_reader()
+            reader.search_snapshot(reader.sharing_providers(), set())
+        except Exception:  # noqa: BLE001 - the first request loads it
+            LOG.exception('Loading the provider graph at start-up failed')
+    thread = threading.Thread(target=load, name='tachyon-warm-up',
+                              daemon=True)
+    thread.start()
+    return thread

@@ -230,6 +230,54 @@ def test_data_survives_stop_start(data_dir):
     assert srv.pid != old
 
 
+def _write_commands(graph, megabytes):
+    """Enough separate writes for ``megabytes`` of replay log."""
+    padding = 'x' * 2000
+    for number in range(megabytes * 500):
+        graph.query('CREATE (:RP {n: $n, pad: $pad})',
+                    {'n': number, 'pad': padding})
+
+
+def test_stop_compacts_the_replay_log(data_dir):
+    """A clean stop rewrites a replay log past the minimum into the
+    image, so the next start loads an image instead of re-running every
+    write; the data comes back whole."""
+    srv = EmbeddedServer(data_dir)
+    g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
+        .select_graph('g')
+    # Redis rewrites on its own once past the minimum too: keep it from
+    # doing so, to see what stop() does.
+    srv.client().config_set('auto-aof-rewrite-percentage', 0)
+    _write_commands(g, 2)
+    assert srv.replay_log_bytes() > fs.AOF_REWRITE_MIN_SIZE
+    srv.stop()
+    assert srv.replay_log_bytes() < fs.AOF_REWRITE_MIN_SIZE
+    g = falkordb.FalkorDB(unix_socket_path=srv.start()).select_graph('g')
+    assert g.query('MATCH (n:RP) RETURN count(n)').result_set == [[1000]]
+
+
+def test_start_compacts_a_long_replay_log(data_dir):
+    """After a crash the replay log is whatever was written since the last
+    rewrite: the server started after it (which had to replay it) rewrites
+    it on its own, so the start after that does not replay it again."""
+    srv = EmbeddedServer(data_dir)
+    g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
+        .select_graph('g')
+    srv.client().config_set('auto-aof-rewrite-percentage', 0)
+    _write_commands(g, 2)
+    os.kill(srv.pid, signal.SIGKILL)
+    _kill_servers(data_dir)
+    assert srv.replay_log_bytes() > fs.AOF_REWRITE_MIN_SIZE
+    g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
+        .select_graph('g')
+    deadline = time.monotonic() + 30
+    while (srv.replay_log_bytes() >= fs.AOF_REWRITE_MIN_SIZE
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    assert srv.replay_log_bytes() < fs.AOF_REWRITE_MIN_SIZE
+    assert g.query('MATCH (n:RP) RETURN count(n)').result_set == [[1000]]
+
+
 def test_data_survives_sigkill(data_dir):
     srv = EmbeddedServer(data_dir)
     g = falkordb.FalkorDB(unix_socket_path=srv.ensure_running()) \
