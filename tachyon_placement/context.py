@@ -56,5 +56,6 @@ class RequestContext(context.RequestContext):
                   '%(credentials)s',
                   {'action': action, 'credentials': self.to_policy_values()})
         if fatal:
-            raise errors.PolicyForbidden(POLICY_NOT_AUTHORIZED % {'action': action})
+            raise errors.PolicyForbidden(
+                POLICY_NOT_AUTHORIZED % {'action': action})
         return False

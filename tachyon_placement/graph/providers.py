@@ -57,7 +57,8 @@ MATCH (rp:ResourceProvider {uuid: $uuid})
 OPTIONAL MATCH (clash:ResourceProvider {name_key: $name_key})
 WITH rp, clash WHERE clash IS NULL OR clash = rp
 %s
-SET rp.name = $name, rp.name_key = $name_key, rp.updated_at = timestamp(), rp.stamp = stamp
+SET rp.name = $name, rp.name_key = $name_key, rp.updated_at = timestamp(),
+    rp.stamp = stamp
 RETURN %s
 """ % (versioning.BUMP, PROVIDER))
 
