@@ -11,9 +11,15 @@
 # (or on the paths given) and exits with pytest's status; "no tests
 # collected" (pytest's 5) is turned into a failure.
 #
+# The suite runs once per engine: the embedded FalkorDB, then a real Neo4j
+# Community server that tools/neo4j-server.sh starts in a JVM for the run
+# (built with Maven from Maven Central on first use) and stops afterwards.
+#
 # Environment: PYTHON (interpreter for the venv, default python3),
-# TACHYON_VENV (default .venv), TACHYON_TEST_NEO4J_URI (also run against a
-# real Neo4j 5, passed through to the tests).
+# TACHYON_VENV (default .venv), TACHYON_TEST_ENGINES (the engines to run
+# on, default "falkordb neo4j"), TACHYON_TEST_NEO4J_URI (run the Neo4j pass
+# against that server instead of starting one; TACHYON_TEST_NEO4J_USER,
+# _PASSWORD, _DATABASE go with it).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,7 +136,7 @@ if [ "$(cat "$NODE_STAMP_FILE" 2>/dev/null)" != "$node_stamp" ]; then
     echo "$node_stamp" > "$NODE_STAMP_FILE"
 fi
 
-# --- pytest --------------------------------------------------------------------
+# --- pytest, once per engine ------------------------------------------------
 
 # Run the whole suite unless a test path was given.
 default_paths=(tachyon_placement/tests)
@@ -141,12 +147,52 @@ for arg in "$@"; do
     esac
 done
 
-set +e
-"$VENV/bin/python" -m pytest "${default_paths[@]}" "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-    log "pytest collected no tests: failing"
-    rc=1
-fi
-exit "$rc"
+NEO4J_STATE=""
+stop_neo4j() {
+    if [ -n "$NEO4J_STATE" ]; then
+        TACHYON_NEO4J_DIR="$NEO4J_STATE" "$ROOT/tools/neo4j-server.sh" stop \
+            >/dev/null 2>&1 || true
+        rm -rf "$NEO4J_STATE"
+        NEO4J_STATE=""
+    fi
+}
+trap stop_neo4j EXIT
+
+run_pytest() {
+    local rc
+    set +e
+    "$VENV/bin/python" -m pytest "${default_paths[@]}" "$@"
+    rc=$?
+    set -e
+    if [ "$rc" -eq 5 ]; then
+        log "pytest collected no tests: failing"
+        rc=1
+    fi
+    return "$rc"
+}
+
+overall=0
+for engine in ${TACHYON_TEST_ENGINES:-falkordb neo4j}; do
+    case "$engine" in
+        falkordb)
+            log "engine: embedded FalkorDB"
+            (unset TACHYON_TEST_NEO4J_URI; run_pytest "$@") || overall=1
+            ;;
+        neo4j)
+            if [ -z "${TACHYON_TEST_NEO4J_URI:-}" ]; then
+                NEO4J_STATE="$(mktemp -d /tmp/tachyon-neo4j-XXXXXX)"
+                export TACHYON_NEO4J_DIR="$NEO4J_STATE"
+                export TACHYON_NEO4J_PORT
+                TACHYON_NEO4J_PORT="$("$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+                TACHYON_TEST_NEO4J_URI="$("$ROOT/tools/neo4j-server.sh" start)" \
+                    || die "could not start Neo4j"
+                export TACHYON_TEST_NEO4J_URI
+                export TACHYON_TEST_NEO4J_CONTROL="$ROOT/tools/neo4j-server.sh"
+            fi
+            log "engine: Neo4j at $TACHYON_TEST_NEO4J_URI"
+            run_pytest "$@" || overall=1
+            ;;
+        *) die "unknown engine in TACHYON_TEST_ENGINES: $engine" ;;
+    esac
+done
+exit "$overall"

@@ -16,8 +16,11 @@ graph_opts = [
     cfg.StrOpt(
         'password', secret=True, help="Neo4j password."),
     cfg.StrOpt(
-        'database', default='placement',
-        help="Neo4j database name, or FalkorDB graph key."),
+        'database',
+        help="Neo4j: the database (default: the server's default database, "
+             "'neo4j' unless configured otherwise; Community edition serves "
+             "only that one). FalkorDB: the graph key (default "
+             "'placement')."),
     cfg.StrOpt(
         'data_dir', default='/var/lib/tachyon/graph',
         help="Directory of the embedded FalkorDB engine: data files, socket "

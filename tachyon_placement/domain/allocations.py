@@ -229,9 +229,11 @@ def apply(store, requests, retries, client_generations=None,
     requested_classes = {rc for request in requests
                          for amounts in request.allocations.values()
                          for rc in amounts}
-    lane_keys = set(requested_rps) | {r.uuid for r in requests}
+    consumer_uuids = [r.uuid for r in requests]
+    lane_keys = set(requested_rps) | set(consumer_uuids)
     for _attempt in retries:
-        with retries.lane(lane_keys):
+        with retries.lane(lane_keys), \
+                store.locked_for_write(requested_rps, consumer_uuids):
             # Providers are read last: a write fails when one of them
             # changed since, so the shorter that window the fewer retries.
             missing = store.missing_resource_classes(requested_classes)

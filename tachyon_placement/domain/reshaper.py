@@ -94,10 +94,12 @@ def apply(store, new_inventories, requests, retries,
     requested_classes |= {inventory.resource_class
                           for inventories in new_inventories.values()
                           for inventory in inventories}
-    lane_keys = (set(requested_rps) | set(new_inventories)
-                 | {r.uuid for r in requests})
+    locked_rps = set(requested_rps) | set(new_inventories)
+    consumer_uuids = [r.uuid for r in requests]
+    lane_keys = locked_rps | set(consumer_uuids)
     for _attempt in retries:
-        with retries.lane(lane_keys):
+        with retries.lane(lane_keys), \
+                store.locked_for_write(locked_rps, consumer_uuids):
             # Providers are read last: a write fails when one of them
             # changed since, so the shorter that window the fewer retries.
             missing = store.missing_resource_classes(requested_classes)

@@ -1,11 +1,12 @@
 """The engine interface every graph backend implements.
 
 Engines run registered ``Statement`` objects and return rows as plain
-dicts.  ``write`` runs one statement as one atomic unit; ``transaction``
-runs several statements as one atomic unit where the engine supports
-multi-statement transactions (Neo4j) and serialises them under a lock where
-it does not.
+dicts.  ``write`` runs one statement as one atomic unit.  ``exclusive``
+makes the reads and writes of the calling thread inside it one transaction
+that first takes write locks (Neo4j); engines that run each write alone
+and in order (FalkorDB) rely on their guarded statements instead.
 """
+import contextlib
 
 
 class GraphError(Exception):
@@ -27,6 +28,17 @@ class Engine:
 
     def ensure_schema(self):
         raise NotImplementedError
+
+    def exclusive(self, locks):
+        """A context in which this thread's statements form one
+        transaction that starts by running ``locks`` (``(statement,
+        params)`` pairs taking write locks in a fixed order), so no other
+        writer can change what is read in it before it commits.  The
+        context ends silently, rolled back, when a guarded write found a
+        changed generation or the engine gave up on a lock (deadlock): the
+        caller's retry loop goes on.  Here: no transaction (see module).
+        """
+        return contextlib.nullcontext()
 
     def close(self):
         pass

@@ -4,7 +4,15 @@ Each write statement runs in its own managed transaction (retried by the
 driver on transient errors such as deadlocks).  Statements that update
 several providers or consumers take their write locks first, in uuid order,
 before reading generations: Neo4j reads at read-committed isolation.
+
+Allocation and reshape writes go further (``exclusive``): one explicit
+transaction locks the consumers and providers first, then reads, checks
+and writes, so writers in other API processes wait for the locks instead
+of losing the race and retrying.
 """
+import contextlib
+import threading
+
 import neo4j
 import neo4j.exceptions
 
@@ -24,6 +32,21 @@ class _GuardFailed(Exception):
     """Raised inside a managed transaction to roll it back."""
 
 
+def _close_quietly(tx):
+    """Roll back (a failed transaction may refuse even that)."""
+    with contextlib.suppress(neo4j.exceptions.Neo4jError,
+                             neo4j.exceptions.DriverError):
+        tx.close()
+
+
+class _Exclusive:
+    """The open transaction of an ``exclusive`` section."""
+
+    def __init__(self, tx):
+        self.tx = tx
+        self.failed = False     # a guard failed: roll back at the end
+
+
 class Neo4jEngine(engine.Engine):
     dialect = 'neo4j'
 
@@ -31,6 +54,7 @@ class Neo4jEngine(engine.Engine):
         auth = (username, password) if username else None
         self._driver = neo4j.GraphDatabase.driver(uri, auth=auth)
         self._database = database
+        self._local = threading.local()
 
     def _session(self, access_mode):
         return self._driver.session(database=self._database,
@@ -49,6 +73,9 @@ class Neo4jEngine(engine.Engine):
 
     def _run(self, statement, params, read_only):
         text = statement.text(self.dialect)
+        section = getattr(self._local, 'section', None)
+        if section is not None:
+            return self._run_in(section, statement, text, params)
         mode = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
         try:
             with self._session(mode) as session:
@@ -62,6 +89,57 @@ class Neo4jEngine(engine.Engine):
             raise engine.ConstraintViolation(str(exc)) from exc
         except neo4j.exceptions.Neo4jError as exc:
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+
+    def _run_in(self, section, statement, text, params):
+        try:
+            return self._work(text, params, statement.guarded)(section.tx)
+        except _GuardFailed:
+            section.failed = True
+            return []
+        except neo4j.exceptions.ConstraintError as exc:
+            section.failed = True
+            raise engine.ConstraintViolation(str(exc)) from exc
+        except neo4j.exceptions.TransientError:
+            raise  # the section ends and the caller tries again
+        except neo4j.exceptions.Neo4jError as exc:
+            raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+
+    @contextlib.contextmanager
+    def exclusive(self, locks):
+        if getattr(self._local, 'section', None) is not None:
+            yield  # already inside one
+            return
+        with self._session(neo4j.WRITE_ACCESS) as session:
+            tx = session.begin_transaction()
+            section = _Exclusive(tx)
+            try:
+                for statement, params in locks:
+                    tx.run(statement.text(self.dialect), params).consume()
+            except neo4j.exceptions.TransientError:
+                # Could not lock (deadlock): this attempt runs unlocked,
+                # its guarded write still refuses changed generations.
+                _close_quietly(tx)
+                yield
+                return
+            self._local.section = section
+            try:
+                yield
+            except neo4j.exceptions.TransientError:
+                # Deadlock or lock timeout on the way: the transaction is
+                # lost; the caller's retry loop goes on.
+                section.failed = True
+            except BaseException:
+                _close_quietly(tx)
+                raise
+            finally:
+                self._local.section = None
+            if section.failed:
+                _close_quietly(tx)
+                return
+            try:
+                tx.commit()
+            except neo4j.exceptions.Neo4jError as exc:
+                raise engine.GraphError('commit: %s' % exc) from exc
 
     def read(self, statement, **params):
         return self._run(statement, params, read_only=True)

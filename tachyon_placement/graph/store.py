@@ -21,6 +21,9 @@ from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
 
+# The graph key of FalkorDB when [graph] database is unset.
+FALKORDB_GRAPH = 'placement'
+
 NEO4J_SCHEMES = ('bolt', 'bolt+s', 'bolt+ssc', 'neo4j', 'neo4j+s',
                  'neo4j+ssc')
 
@@ -62,13 +65,14 @@ def make_engine(conf):
                 password=conf.graph.password or parsed.password,
                 database=conf.graph.database)
         from tachyon_placement.graph import falkordb_engine
+        graph = conf.graph.database or FALKORDB_GRAPH
         if parsed.scheme == 'unix':
             return falkordb_engine.FalkorDBEngine(
-                conf.graph.database, unix_socket_path=parsed.path,
+                graph, unix_socket_path=parsed.path,
                 password=conf.graph.password)
         if parsed.scheme in ('falkor', 'falkordb', 'redis'):
             return falkordb_engine.FalkorDBEngine(
-                conf.graph.database, host=parsed.hostname, port=parsed.port,
+                graph, host=parsed.hostname, port=parsed.port,
                 password=conf.graph.password or parsed.password)
         raise ValueError('Unsupported [graph] connection scheme: %s'
                          % parsed.scheme)
@@ -77,7 +81,8 @@ def make_engine(conf):
     server = falkordb_server.get_shared_server(
         conf.graph.data_dir, appendfsync=conf.graph.appendfsync)
     return falkordb_engine.FalkorDBEngine(
-        conf.graph.database, unix_socket_path=server.ensure_running(),
+        conf.graph.database or FALKORDB_GRAPH,
+        unix_socket_path=server.ensure_running(),
         revive=server.ensure_running)
 
 

@@ -1,12 +1,17 @@
 """Run a real tachyon-placement-api process on loopback for a test."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+
+import pytest
+
+from tachyon_placement.tests.functional.fixtures import engine as engines
 
 
 def free_port():
@@ -15,22 +20,36 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def _alive(pid):
+    """Whether pid runs (a zombie waiting for its parent does not)."""
+    try:
+        with open('/proc/%d/stat' % pid) as stat:
+            return stat.read().rpartition(')')[2].split()[0] not in 'ZX'
+    except OSError:
+        return False
+
+
 class ServedPlacement:
-    """The API served by its console script with a config of its own."""
+    """The API served by its console script with a config of its own, on
+    the suite's engine (fixtures/engine.py): an embedded FalkorDB of its
+    own, or the Neo4j server, emptied first."""
 
     def __init__(self, workdir, extra_conf='', appendfsync='everysec',
                  data_dir=None):
         """``data_dir``: another instance's, to share its engine as API
-        worker processes do."""
+        worker processes do (every instance shares a Neo4j server)."""
         self.workdir = str(workdir)
         os.makedirs(self.workdir, exist_ok=True)
         self.port = free_port()
         self.config = os.path.join(self.workdir, 'placement.conf')
+        if data_dir is None:
+            engines.wipe_shared_engine()
         self.data_dir = data_dir or os.path.join(self.workdir, 'graph')
         with open(self.config, 'w') as out:
-            out.write('[api]\nauth_strategy = noauth2\n'
-                      '[graph]\ndata_dir = %s\nappendfsync = %s\n%s'
-                      % (self.data_dir, appendfsync, extra_conf))
+            out.write('[api]\nauth_strategy = noauth2\n[graph]\n%s%s'
+                      % (engines.served_graph_conf(self.data_dir,
+                                                   appendfsync),
+                         extra_conf))
         self.process = None
 
     @property
@@ -63,9 +82,32 @@ class ServedPlacement:
             self.process.wait(timeout=30)
 
     def engine_pid(self):
-        """Pid of the embedded FalkorDB server (see falkordb_server)."""
+        """Pid of the engine: the embedded FalkorDB server (see
+        falkordb_server), or the Neo4j JVM (known only when the suite was
+        told how it was started)."""
+        if engines.NEO4J_URI:
+            if not engines.NEO4J_CONTROL:
+                pytest.skip('Neo4j was not started by the suite '
+                            '(TACHYON_TEST_NEO4J_CONTROL unset): its '
+                            'process is not known')
+            return int(engines.neo4j_control('pid'))
         with open(os.path.join(self.data_dir, 'server.pid')) as pid_file:
             return int(pid_file.read().split()[0])
+
+    def kill_engine(self):
+        """SIGKILL the engine and wait until it is dead (a big JVM takes a
+        moment to go; revive_engine() must not find it still there)."""
+        pid = self.engine_pid()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def revive_engine(self):
+        """Start a killed engine again: the API restarts its embedded one
+        by itself; Neo4j is the control script's."""
+        if engines.NEO4J_URI:
+            engines.neo4j_control('start')
 
     def log_tail(self):
         with open(os.path.join(self.workdir, 'api.log'), 'rb') as log:

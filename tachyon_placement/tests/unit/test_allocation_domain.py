@@ -1,4 +1,6 @@
 """Capacity arithmetic and write planning of allocations (no database)."""
+import contextlib
+
 import pytest
 
 from tachyon_placement.domain import allocations as domain
@@ -105,6 +107,12 @@ class FakeStore:
     def __init__(self, conflicts):
         self.conflicts = conflicts
         self.writes = 0
+        self.sections = []
+
+    @contextlib.contextmanager
+    def locked_for_write(self, provider_uuids, consumer_uuids):
+        self.sections.append((sorted(provider_uuids), list(consumer_uuids)))
+        yield
 
     def consumer_states(self, uuids):
         return {uuid: domain.ConsumerState(uuid) for uuid in uuids}
@@ -135,6 +143,9 @@ def test_apply_retries_generation_conflicts_then_gives_up():
                  retries(3, pauses))
     assert store.writes == 3
     assert pauses == [0.005, 0.01]
+    # Every attempt reads, checks and writes in a section of its own,
+    # locking the requested providers and the consumers.
+    assert store.sections == [(['rp'], ['c'])] * 3
     with pytest.raises(errors.ConcurrentUpdate):
         domain.apply(FakeStore(conflicts=5),
                      [request('c', {'rp': {'VCPU': 1}})], retries(3))

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# A real Neo4j Community server for tests, CI and people, in one JVM:
+# tools/neo4j/ (a pinned Maven project) with Bolt on a loopback port.
+#
+#   tools/neo4j-server.sh start     build if needed, start, wait until ready
+#   tools/neo4j-server.sh stop      clean shutdown (SIGTERM, then SIGKILL)
+#   tools/neo4j-server.sh status    running or not; exit status 0 if running
+#   tools/neo4j-server.sh uri       the Bolt URI
+#   tools/neo4j-server.sh pid       the JVM's pid (tests kill -9 it)
+#
+# Environment:
+#   TACHYON_NEO4J_DIR      state directory (default tools/neo4j/.work): the
+#                          database under home/, server.pid, server.log
+#   TACHYON_NEO4J_PORT     Bolt port on 127.0.0.1 (default 7687)
+#   TACHYON_NEO4J_VERSION  Neo4j release from Maven Central (default: the
+#                          pom's, 5.26 LTS; 2025.x needs JAVA_HOME >= 21)
+#   TACHYON_NEO4J_HEAP     JVM heap (default 1g)
+#   JAVA_HOME              the JDK (default: java on PATH)
+#
+# Maven's downloads are kept in tools/neo4j/.m2 (ignored by git), so only
+# the first build fetches anything.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PROJECT="$ROOT/tools/neo4j"
+STATE="${TACHYON_NEO4J_DIR:-$PROJECT/.work}"
+PORT="${TACHYON_NEO4J_PORT:-7687}"
+VERSION="${TACHYON_NEO4J_VERSION:-}"
+HEAP="${TACHYON_NEO4J_HEAP:-1g}"
+PID_FILE="$STATE/server.pid"
+LOG_FILE="$STATE/server.log"
+START_TIMEOUT=180
+
+log() { echo "neo4j-server: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+java_bin() {
+    if [ -n "${JAVA_HOME:-}" ]; then echo "$JAVA_HOME/bin/java"; else echo java; fi
+}
+
+ensure_maven() {
+    command -v mvn >/dev/null 2>&1 && return
+    [ "$(id -u)" -eq 0 ] || die "Maven (mvn) is needed: apt-get install maven"
+    log "apt-get install maven"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        maven >/dev/null
+}
+
+build() {
+    # Rebuilt when the pom, the Java source or the version changes.
+    local stamp="$PROJECT/target/.tachyon-stamp" want
+    want="$(cat "$PROJECT/pom.xml" "$PROJECT"/src/main/java/org/tachyon/neo4j/*.java \
+        | sha256sum | cut -d' ' -f1) ${VERSION}"
+    if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        return
+    fi
+    ensure_maven
+    log "building the Neo4j server (Maven; downloads cached in tools/neo4j/.m2)"
+    local args=(-q -B -f "$PROJECT/pom.xml" -Dmaven.repo.local="$PROJECT/.m2")
+    [ -n "$VERSION" ] && args+=(-Dneo4j.version="$VERSION")
+    rm -rf "$PROJECT/target"
+    mvn "${args[@]}" package >&2 || die "Maven build failed"
+    echo "$want" > "$stamp"
+}
+
+running_pid() {
+    # A killed JVM whose parent has not reaped it yet is a zombie: kill -0
+    # still succeeds on it, so look at its state.
+    local pid state
+    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    state="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
+    case "$state" in Z|X) return 1 ;; esac
+    echo "$pid"
+}
+
+start() {
+    if pid="$(running_pid)"; then
+        log "already running (pid $pid): bolt://127.0.0.1:$PORT"
+        echo "bolt://127.0.0.1:$PORT"
+        return
+    fi
+    build
+    mkdir -p "$STATE/home"
+    local dir="$PROJECT/target"
+    : > "$LOG_FILE"
+    setsid "$(java_bin)" -Xmx"$HEAP" -XX:+UseG1GC \
+        -cp "$dir/classes:$dir/lib/*" org.tachyon.neo4j.Server \
+        "$STATE/home" "$PORT" >> "$LOG_FILE" 2>&1 < /dev/null &
+    local pid=$!
+    echo "$pid" > "$PID_FILE"
+    local deadline=$((SECONDS + START_TIMEOUT))
+    until grep -q '^READY ' "$LOG_FILE"; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            tail -n 30 "$LOG_FILE" >&2
+            rm -f "$PID_FILE"
+            die "Neo4j exited while starting (log: $LOG_FILE)"
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            tail -n 30 "$LOG_FILE" >&2
+            stop
+            die "Neo4j did not start within ${START_TIMEOUT}s"
+        fi
+        sleep 0.2
+    done
+    log "running (pid $pid): bolt://127.0.0.1:$PORT"
+    echo "bolt://127.0.0.1:$PORT"
+}
+
+stop() {
+    local pid
+    if ! pid="$(running_pid)"; then
+        rm -f "$PID_FILE"
+        return
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 600); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "pid $pid did not stop in 60s: SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    rm -f "$PID_FILE"
+    log "stopped"
+}
+
+case "${1:-}" in
+    start) start ;;
+    stop) stop ;;
+    status)
+        if pid="$(running_pid)"; then
+            echo "running (pid $pid): bolt://127.0.0.1:$PORT"
+        else
+            echo "stopped"; exit 3
+        fi ;;
+    uri) echo "bolt://127.0.0.1:$PORT" ;;
+    pid) running_pid || exit 3 ;;
+    build) build ;;
+    *) echo "usage: $0 start|stop|status|uri|pid|build" >&2; exit 2 ;;
+esac
