@@ -42,6 +42,13 @@ def parse_args(argv):
     p.add_argument('--services', default='placement,tachyon',
                    help='which services to run (default both; one alone '
                         'gives no ratios)')
+    p.add_argument('--engine', choices=('falkordb', 'neo4j'),
+                   default='falkordb',
+                   help="Tachyon's graph engine: the embedded FalkorDB "
+                        "(default) or a Neo4j Community server the bench "
+                        "starts (tools/neo4j-server.sh)")
+    p.add_argument('--neo4j-heap', default='2g',
+                   help='JVM heap of that Neo4j server (default 2g)')
     p.add_argument('--workers', type=int, default=2,
                    help='gunicorn workers, both services (default 2)')
     p.add_argument('--threads', type=int, default=4,
@@ -164,7 +171,8 @@ def run(args, results, started, sampler_box):
     if 'tachyon' in args.services:
         py = svcs.tachyon_python(args.tachyon_python)
         services.append(svcs.TachyonService(
-            py, args.workers, args.threads, args.conf + args.tachyon_conf))
+            py, args.workers, args.threads, args.conf + args.tachyon_conf,
+            engine=args.engine, neo4j_heap=args.neo4j_heap))
     for svc in services:
         started.append(svc)
         svc.start()

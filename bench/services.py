@@ -633,28 +633,78 @@ class PlacementService(Service):
                 self.db.buffer_pool}
 
 
+class Neo4jServer:
+    """A Neo4j Community server of the bench's own, in a fresh directory,
+    run by tools/neo4j-server.sh (a JVM built with Maven)."""
+
+    SCRIPT = os.path.join(REPO_DIR, 'tools', 'neo4j-server.sh')
+
+    def __init__(self, heap):
+        self.dir = os.path.join(WORK_DIR, 'neo4j')
+        self.env = dict(os.environ, TACHYON_NEO4J_DIR=self.dir,
+                        TACHYON_NEO4J_HEAP=heap,
+                        TACHYON_NEO4J_PORT=str(free_port()))
+        self.uri = None
+
+    def _script(self, command, timeout=900):
+        done = subprocess.run([self.SCRIPT, command], env=self.env,
+                              capture_output=True, text=True,
+                              timeout=timeout)
+        if done.returncode:
+            raise SetupError('neo4j-server.sh %s failed:\n%s' % (
+                command, done.stderr[-3000:]))
+        return done.stdout.strip()
+
+    def start(self):
+        self._script('stop')
+        if os.path.exists(self.dir):
+            shutil.rmtree(self.dir)
+        log('neo4j: starting (tools/neo4j-server.sh)')
+        self.uri = self._script('start')
+
+    def pid(self):
+        try:
+            return int(self._script('pid'))
+        except (SetupError, ValueError):
+            return None
+
+    def stop(self):
+        self._script('stop', timeout=120)
+
+
 class TachyonService(Service):
     name = 'tachyon'
     label = 'Tachyon'
 
-    def __init__(self, python, workers, threads, conf_overrides=()):
+    def __init__(self, python, workers, threads, conf_overrides=(),
+                 engine='falkordb', neo4j_heap='2g'):
+        """``engine``: ``falkordb`` (embedded) or ``neo4j`` (a server of
+        the bench's own, see Neo4jServer)."""
         super().__init__()
         self.python = python
         self.dir = os.path.join(WORK_DIR, 'tachyon')
         self.data_dir = os.path.join(self.dir, 'graph')
         self.workers, self.threads = workers, threads
         self.conf_overrides = conf_overrides
+        self.engine = engine
+        self.neo4j = Neo4jServer(neo4j_heap) if engine == 'neo4j' else None
+        if self.neo4j:
+            self.label = 'Tachyon (Neo4j)'
         self._server_record = os.path.join(PIDS_DIR,
                                            'detached-falkordb.pid')
 
     def start(self):
         if os.path.exists(self.dir):
             shutil.rmtree(self.dir)
+        graph = {'data_dir': self.data_dir}
+        if self.neo4j:
+            self.neo4j.start()
+            graph['connection'] = self.neo4j.uri
         conf_path = os.path.join(self.dir, 'etc', 'placement.conf')
         write_conf(conf_path, merge_conf({
             'DEFAULT': {'debug': 'False'},
             'api': {'auth_strategy': 'noauth2'},
-            'graph': {'data_dir': self.data_dir},
+            'graph': graph,
         }, self.conf_overrides))
         log('tachyon: tachyon-manage db sync')
         run([self.python, '-m', 'tachyon_placement.cmd.manage',
@@ -671,7 +721,10 @@ class TachyonService(Service):
         self._record_server()
 
     def server_pid(self):
-        """The embedded FalkorDB server (started detached by a worker)."""
+        """The database: the Neo4j JVM, or the embedded FalkorDB server
+        (started detached by a worker)."""
+        if self.neo4j:
+            return self.neo4j.pid()
         try:
             with open(os.path.join(self.data_dir, 'server.pid')) as f:
                 parts = f.read().split()
@@ -682,7 +735,7 @@ class TachyonService(Service):
         return pid if pid_alive(pid, started) else None
 
     def _record_server(self):
-        pid = self.server_pid()
+        pid = None if self.neo4j else self.server_pid()
         if pid:
             os.makedirs(PIDS_DIR, exist_ok=True)
             with open(self._server_record, 'w') as f:
@@ -693,7 +746,7 @@ class TachyonService(Service):
         return super().pids() + ([pid] if pid else [])
 
     def stop(self):
-        pid = self.server_pid()
+        pid = None if self.neo4j else self.server_pid()
         started = proc_start_time(pid) if pid else None
         if self.gunicorn:
             self.gunicorn.stop()
@@ -707,8 +760,13 @@ class TachyonService(Service):
                 terminate(pid, started, group=False, timeout=30)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._server_record)
+        if self.neo4j:
+            self.neo4j.stop()
 
     def describe(self):
+        if self.neo4j:
+            return {'app': TACHYON_APP, 'database': 'Neo4j Community (%s)'
+                    % self.neo4j.uri}
         return {'app': TACHYON_APP, 'database': 'embedded FalkorDB',
                 'data_dir': self.data_dir}
 

@@ -16,6 +16,10 @@ Environment:
     the repository (its working directory is the repository root).
 ``INTEROP_KEEP``
     If set, keep the server's work directory (configuration, data, log).
+``TACHYON_TEST_NEO4J_URI``
+    Serve Tachyon on that Neo4j server (emptied first) instead of its
+    embedded engine (``TACHYON_TEST_NEO4J_USER``/``_PASSWORD``/``_DATABASE``
+    go with it).
 
 At the end the run prints, per suite, how many steps (tests) ran, passed
 and failed, and which Placement microversions the clients used.
@@ -70,6 +74,35 @@ def _server_python():
         'has Tachyon installed' % candidate)
 
 
+NEO4J_URI = os.environ.get('TACHYON_TEST_NEO4J_URI')
+NEO4J_OPTIONS = {key: os.environ.get('TACHYON_TEST_NEO4J_' + key.upper())
+                 for key in ('username', 'password', 'database')}
+NEO4J_OPTIONS['username'] = os.environ.get('TACHYON_TEST_NEO4J_USER')
+
+# Run by the server's interpreter: empty the Neo4j server for this run.
+_WIPE_NEO4J = """
+import json, sys
+from tachyon_placement.graph import neo4j_engine
+options = json.loads(sys.argv[2])
+engine = neo4j_engine.Neo4jEngine(sys.argv[1], **options)
+engine.reset()
+engine.close()
+"""
+
+
+def _graph_options(data_dir):
+    """The [graph] section: the embedded engine in data_dir, or Neo4j."""
+    lines = ['data_dir = %s' % data_dir]
+    if NEO4J_URI:
+        lines.append('connection = %s' % NEO4J_URI)
+        lines.extend('%s = %s' % (key, value)
+                     for key, value in NEO4J_OPTIONS.items() if value)
+        subprocess.run([_server_python(), '-c', _WIPE_NEO4J, NEO4J_URI,
+                        json.dumps(NEO4J_OPTIONS)], check=True, cwd=ROOT,
+                       timeout=120)
+    return '\n'.join(lines) + '\n'
+
+
 def _tachyon_command(workdir, port):
     data_dir = os.path.join(workdir, 'graph')
     conf = os.path.join(workdir, 'tachyon.conf')
@@ -79,9 +112,8 @@ def _tachyon_command(workdir, port):
                 'log_file = %s\n'
                 '[api]\n'
                 'auth_strategy = noauth2\n'
-                '[graph]\n'
-                'data_dir = %s\n' % (os.path.join(workdir, 'server.log'),
-                                     data_dir))
+                '[graph]\n%s' % (os.path.join(workdir, 'server.log'),
+                                 _graph_options(data_dir)))
     python = _server_python()
     script = os.path.join(os.path.dirname(python), 'tachyon-placement-api')
     if os.path.exists(script):
@@ -372,8 +404,9 @@ def pytest_terminal_summary(terminalreporter):
     write = terminalreporter.write_line
     write('')
     write('=' * 72)
-    write('Interop summary (target: %s, %s)' % (
-        SERVER_INFO.get('target', '?'), SERVER_INFO.get('endpoint', '?')))
+    write('Interop summary (target: %s, %s, engine: %s)' % (
+        SERVER_INFO.get('target', '?'), SERVER_INFO.get('endpoint', '?'),
+        'Neo4j at %s' % NEO4J_URI if NEO4J_URI else 'embedded FalkorDB'))
     if 'command' in SERVER_INFO:
         write('  server: %s' % SERVER_INFO['command'])
     if 'startup_seconds' in SERVER_INFO:

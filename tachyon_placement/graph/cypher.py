@@ -6,6 +6,7 @@ texts are all linted by Neo4j's own parser in the test suite, so nothing
 else in the code base may build Cypher.
 """
 import importlib
+import re
 
 _REGISTRY = {}
 
@@ -26,6 +27,21 @@ STATEMENT_MODULES = (
 )
 
 
+# Subqueries are written ``CALL { WITH x ... }`` (importing WITH), the form
+# FalkorDB runs.  Neo4j 5.23+ deprecates it for the scoped ``CALL (x) {
+# ... }``, which FalkorDB does not parse, so the Neo4j text is derived.
+_IMPORTING_CALL = re.compile(
+    r'CALL\s*\{\s*WITH\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*\n')
+_BARE_CALL = re.compile(r'CALL\s*\{')
+
+
+def scoped_subqueries(text):
+    """``text`` with every ``CALL {}`` subquery in Neo4j's scoped form."""
+    text = _IMPORTING_CALL.sub(lambda m: 'CALL (%s) {\n' % ', '.join(
+        name.strip() for name in m.group(1).split(',')), text)
+    return _BARE_CALL.sub('CALL () {', text)
+
+
 class Statement:
     __slots__ = ('name', 'common', 'neo4j', 'falkordb', 'guarded')
 
@@ -41,7 +57,7 @@ class Statement:
             raise ValueError('statement %s lacks a text for an engine' % name)
         self.name = name
         self.common = common
-        self.neo4j = neo4j
+        self.neo4j = scoped_subqueries(neo4j or common)
         self.falkordb = falkordb
         self.guarded = guarded
         _REGISTRY[name] = self

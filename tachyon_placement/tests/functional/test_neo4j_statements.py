@@ -1,0 +1,45 @@
+"""Every statement the Neo4j engine can send, planned by a real Neo4j.
+
+The lint (tests/unit/test_neo4j_cypher_lint.py) runs Neo4j's parser
+without a server; this asks the server itself to plan each statement
+(EXPLAIN: nothing runs) and fails on an error or a deprecation notice, as
+the server reports them for its own version (``CALL {}`` without a scope
+clause is deprecated since 5.23, for instance).  Runs in the Neo4j pass of
+the suite.
+"""
+import neo4j
+import pytest
+
+from tachyon_placement.graph import cypher
+from tachyon_placement.tests.functional.fixtures import engine as engines
+
+pytestmark = pytest.mark.skipif(
+    engines.NEO4J_URI is None,
+    reason='needs a Neo4j server: runs in the Neo4j pass '
+           '(TACHYON_TEST_NEO4J_URI)')
+
+STATEMENTS = cypher.all_statements()
+
+
+@pytest.fixture(scope='module')
+def session():
+    credentials = engines._neo4j_credentials()
+    auth = ((credentials['username'], credentials['password'])
+            if credentials['username'] else None)
+    # Notices come back in the summary; the driver need not warn of them.
+    with neo4j.GraphDatabase.driver(
+            engines.NEO4J_URI, auth=auth,
+            warn_notification_severity="OFF") as driver:
+        with driver.session(database=credentials['database']) as session:
+            yield session
+
+
+@pytest.mark.parametrize('name', sorted(STATEMENTS))
+def test_neo4j_plans_it_without_deprecation(session, name):
+    text = STATEMENTS[name].text('neo4j')
+    summary = session.run('EXPLAIN ' + text).consume()
+    deprecated = [
+        status.status_description for status in summary.gql_status_objects
+        if status.classification
+        == neo4j.NotificationClassification.DEPRECATION]
+    assert not deprecated, (name, deprecated)
