@@ -38,13 +38,22 @@ java_bin() {
     if [ -n "${JAVA_HOME:-}" ]; then echo "$JAVA_HOME/bin/java"; else echo java; fi
 }
 
-ensure_maven() {
-    command -v mvn >/dev/null 2>&1 && return
-    [ "$(id -u)" -eq 0 ] || die "Maven (mvn) is needed: apt-get install maven"
-    log "apt-get install maven"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        maven >/dev/null
+ensure_build_tools() {
+    # A JDK (javac) and Maven, from Debian's packages if missing.
+    local missing=()
+    command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+    command -v mvn >/dev/null 2>&1 || missing+=(maven)
+    [ "${#missing[@]}" -eq 0 ] && return
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || die "need root to install ${missing[*]}"
+        sudo=(sudo)
+    fi
+    log "apt-get install ${missing[*]}"
+    "${sudo[@]}" apt-get update -qq >/dev/null
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}" >/dev/null \
+        || die "could not install ${missing[*]}"
 }
 
 build() {
@@ -55,7 +64,7 @@ build() {
     if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
         return
     fi
-    ensure_maven
+    ensure_build_tools
     log "building the Neo4j server (Maven; downloads cached in tools/neo4j/.m2)"
     local args=(-q -B -f "$PROJECT/pom.xml" -Dmaven.repo.local="$PROJECT/.m2")
     [ -n "$VERSION" ] && args+=(-Dneo4j.version="$VERSION")
