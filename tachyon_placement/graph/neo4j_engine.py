@@ -52,13 +52,53 @@ class Neo4jEngine(engine.Engine):
 
     def __init__(self, uri, username=None, password=None, database=None):
         auth = (username, password) if username else None
-        self._driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+        # The server's notices (unknown labels on an empty graph, ...) are
+        # not sent at all: the driver would log one line per query.  The
+        # suite asks the server for deprecations on its own.
+        self._driver = neo4j.GraphDatabase.driver(
+            uri, auth=auth, notifications_min_severity='OFF')
         self._database = database
         self._local = threading.local()
 
     def _session(self, access_mode):
-        return self._driver.session(database=self._database,
-                                    default_access_mode=access_mode)
+        # One bookmark manager for every session of the process: a read
+        # sees what this process wrote, also from cluster followers.
+        return self._driver.session(
+            database=self._database, default_access_mode=access_mode,
+            bookmark_manager=self._driver.execute_query_bookmark_manager)
+
+    def _read_session(self):
+        """This thread's session for reads (sessions are not shared between
+        threads; keeping one saves acquiring one per read)."""
+        session = getattr(self._local, 'read_session', None)
+        if session is None:
+            session = self._local.read_session = self._session(
+                neo4j.READ_ACCESS)
+        return session
+
+    def _drop_read_session(self):
+        session = getattr(self._local, 'read_session', None)
+        self._local.read_session = None
+        if session is not None:
+            with contextlib.suppress(neo4j.exceptions.Neo4jError,
+                                     neo4j.exceptions.DriverError):
+                session.close()
+
+    def _read(self, statement, text, params):
+        """A read is one statement, so an auto-commit query is atomic: one
+        round trip instead of a managed transaction's three (the graph
+        version is read on every request).  Retried once when the driver
+        says it may be (a lost connection, a cluster leader change)."""
+        for attempt in (1, 2):
+            try:
+                return self._work(text, params)(self._read_session())
+            except (neo4j.exceptions.Neo4jError,
+                    neo4j.exceptions.DriverError) as exc:
+                self._drop_read_session()
+                if attempt == 1 and exc.is_retryable():
+                    continue
+                raise engine.GraphError(
+                    '%s: %s' % (statement.name, exc)) from exc
 
     @staticmethod
     def _work(text, params, guarded=False):
@@ -76,11 +116,10 @@ class Neo4jEngine(engine.Engine):
         section = getattr(self._local, 'section', None)
         if section is not None:
             return self._run_in(section, statement, text, params)
-        mode = neo4j.READ_ACCESS if read_only else neo4j.WRITE_ACCESS
+        if read_only:
+            return self._read(statement, text, params)
         try:
-            with self._session(mode) as session:
-                if read_only:
-                    return session.execute_read(self._work(text, params))
+            with self._session(neo4j.WRITE_ACCESS) as session:
                 return session.execute_write(
                     self._work(text, params, statement.guarded))
         except _GuardFailed:
