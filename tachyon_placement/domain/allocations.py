@@ -232,8 +232,9 @@ def apply(store, requests, retries, client_generations=None,
     consumer_uuids = [r.uuid for r in requests]
     lane_keys = set(requested_rps) | set(consumer_uuids)
     for _attempt in retries:
-        with retries.lane(lane_keys), \
-                store.locked_for_write(requested_rps, consumer_uuids):
+        written = False
+        with retries.lane(lane_keys), store.locked_for_write(
+                requested_rps, consumer_uuids) as section:
             # Providers are read last: a write fails when one of them
             # changed since, so the shorter that window the fewer retries.
             missing = store.missing_resource_classes(requested_classes)
@@ -248,8 +249,11 @@ def apply(store, requests, retries, client_generations=None,
             check_providers_exist(requested_rps, providers)
             plan = plan_write(requests, consumers, providers,
                               bump_emptied=bump_emptied)
-            if store.write_allocations(plan):
-                return
+            written = store.write_allocations(plan)
+        # A section the engine rolled back (a deadlock found at commit)
+        # wrote nothing.
+        if written and not section.rolled_back:
+            return
     raise errors.ConcurrentUpdate(
         'Another thread concurrently updated the resource provider data. '
         'Please retry your update')

@@ -98,8 +98,9 @@ def apply(store, new_inventories, requests, retries,
     consumer_uuids = [r.uuid for r in requests]
     lane_keys = locked_rps | set(consumer_uuids)
     for _attempt in retries:
-        with retries.lane(lane_keys), \
-                store.locked_for_write(locked_rps, consumer_uuids):
+        written = False
+        with retries.lane(lane_keys), store.locked_for_write(
+                locked_rps, consumer_uuids) as section:
             # Providers are read last: a write fails when one of them
             # changed since, so the shorter that window the fewer retries.
             missing = store.missing_resource_classes(requested_classes)
@@ -116,8 +117,11 @@ def apply(store, new_inventories, requests, retries,
             allocations.check_providers_exist(requested_rps, providers)
             plan = plan_reshape(new_inventories, requests, consumers,
                                 providers)
-            if store.write_reshape(plan):
-                return
+            written = store.write_reshape(plan)
+        # A section the engine rolled back (a deadlock found at commit)
+        # wrote nothing.
+        if written and not section.rolled_back:
+            return
     raise errors.ConcurrentUpdate(
         'Another thread concurrently updated the data. Please retry your '
         'update')

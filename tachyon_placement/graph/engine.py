@@ -17,6 +17,13 @@ class ConstraintViolation(GraphError):
     """A uniqueness constraint refused a write."""
 
 
+class Section:
+    """The outcome of an ``Engine.exclusive`` section."""
+
+    def __init__(self):
+        self.rolled_back = False
+
+
 class Engine:
     dialect = None
 
@@ -33,12 +40,14 @@ class Engine:
         """A context in which this thread's statements form one
         transaction that starts by running ``locks`` (``(statement,
         params)`` pairs taking write locks in a fixed order), so no other
-        writer can change what is read in it before it commits.  The
-        context ends silently, rolled back, when a guarded write found a
-        changed generation or the engine gave up on a lock (deadlock): the
-        caller's retry loop goes on.  Here: no transaction (see module).
+        writer can change what is read in it before it commits.  It gives
+        a ``Section``: when a guarded write found a changed generation or
+        the engine gave up on a lock (a deadlock, which Neo4j may report
+        as late as the commit), the context ends silently, rolled back,
+        with ``rolled_back`` set, and the caller tries again.  Here: no
+        transaction (see module), nothing is ever rolled back.
         """
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(Section())
 
     def close(self):
         pass

@@ -39,12 +39,12 @@ def _close_quietly(tx):
         tx.close()
 
 
-class _Exclusive:
+class _Exclusive(engine.Section):
     """The open transaction of an ``exclusive`` section."""
 
     def __init__(self, tx):
+        super().__init__()
         self.tx = tx
-        self.failed = False     # a guard failed: roll back at the end
 
 
 class Neo4jEngine(engine.Engine):
@@ -133,10 +133,10 @@ class Neo4jEngine(engine.Engine):
         try:
             return self._work(text, params, statement.guarded)(section.tx)
         except _GuardFailed:
-            section.failed = True
+            section.rolled_back = True
             return []
         except neo4j.exceptions.ConstraintError as exc:
-            section.failed = True
+            section.rolled_back = True
             raise engine.ConstraintViolation(str(exc)) from exc
         except neo4j.exceptions.TransientError:
             raise  # the section ends and the caller tries again
@@ -146,7 +146,7 @@ class Neo4jEngine(engine.Engine):
     @contextlib.contextmanager
     def exclusive(self, locks):
         if getattr(self._local, 'section', None) is not None:
-            yield  # already inside one
+            yield engine.Section()  # already inside one: it decides
             return
         with self._session(neo4j.WRITE_ACCESS) as session:
             tx = session.begin_transaction()
@@ -158,25 +158,29 @@ class Neo4jEngine(engine.Engine):
                 # Could not lock (deadlock): this attempt runs unlocked,
                 # its guarded write still refuses changed generations.
                 _close_quietly(tx)
-                yield
+                yield engine.Section()
                 return
             self._local.section = section
             try:
-                yield
+                yield section
             except neo4j.exceptions.TransientError:
                 # Deadlock or lock timeout on the way: the transaction is
                 # lost; the caller's retry loop goes on.
-                section.failed = True
+                section.rolled_back = True
             except BaseException:
                 _close_quietly(tx)
                 raise
             finally:
                 self._local.section = None
-            if section.failed:
+            if section.rolled_back:
                 _close_quietly(tx)
                 return
             try:
                 tx.commit()
+            except neo4j.exceptions.TransientError:
+                # Neo4j takes some locks only at commit (relationship
+                # chains): a deadlock there rolls the attempt back too.
+                section.rolled_back = True
             except neo4j.exceptions.Neo4jError as exc:
                 raise engine.GraphError('commit: %s' % exc) from exc
 

@@ -1,5 +1,6 @@
 """Capacity arithmetic and write planning of allocations (no database)."""
 import contextlib
+import types
 
 import pytest
 
@@ -108,11 +109,12 @@ class FakeStore:
         self.conflicts = conflicts
         self.writes = 0
         self.sections = []
+        self.rolled_back = False
 
     @contextlib.contextmanager
     def locked_for_write(self, provider_uuids, consumer_uuids):
         self.sections.append((sorted(provider_uuids), list(consumer_uuids)))
-        yield
+        yield types.SimpleNamespace(rolled_back=self.rolled_back)
 
     def consumer_states(self, uuids):
         return {uuid: domain.ConsumerState(uuid) for uuid in uuids}
@@ -149,6 +151,16 @@ def test_apply_retries_generation_conflicts_then_gives_up():
     with pytest.raises(errors.ConcurrentUpdate):
         domain.apply(FakeStore(conflicts=5),
                      [request('c', {'rp': {'VCPU': 1}})], retries(3))
+
+
+def test_a_section_rolled_back_at_commit_is_tried_again():
+    """A write that went through inside a section the engine then rolled
+    back (Neo4j found a deadlock at commit) did not happen."""
+    store = FakeStore(conflicts=0)
+    store.rolled_back = True
+    with pytest.raises(errors.ConcurrentUpdate):
+        domain.apply(store, [request('c', {'rp': {'VCPU': 1}})], retries(3))
+    assert store.writes == 3
 
 
 def test_conflict_pauses_grow_with_jitter_up_to_a_cap():
