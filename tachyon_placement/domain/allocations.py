@@ -231,16 +231,17 @@ def apply(store, requests, retries, client_generations=None,
                          for rc in amounts}
     consumer_uuids = [r.uuid for r in requests]
     lane_keys = set(requested_rps) | set(consumer_uuids)
+    # Once, before any lock is held: classes are not what writers race on.
+    missing = store.missing_resource_classes(requested_classes)
+    if missing:
+        raise UnknownResourceClass(
+            'No such resource class %s.' % sorted(missing)[0])
     for _attempt in retries:
         written = False
         with retries.lane(lane_keys), store.locked_for_write(
                 requested_rps, consumer_uuids) as section:
             # Providers are read last: a write fails when one of them
             # changed since, so the shorter that window the fewer retries.
-            missing = store.missing_resource_classes(requested_classes)
-            if missing:
-                raise UnknownResourceClass(
-                    'No such resource class %s.' % sorted(missing)[0])
             consumers = store.consumer_states([r.uuid for r in requests])
             check_consumer_generations(consumers, client_generations)
             held_rps = {rp for state in consumers.values()

@@ -55,21 +55,23 @@ RETURN rp.generation AS generation, c.uuid AS consumer,
 # consumers, then providers, each in uuid order, so two sections never wait
 # on each other in a circle.  Setting a property takes a node's write lock
 # until the transaction ends; it is removed again at once.
-LOCK_CONSUMERS = Statement('alloc_lock_consumers', falkordb='RETURN 0 AS n',
+LOCK_FOR_WRITE = Statement('alloc_lock_for_write', falkordb='RETURN 0 AS n',
                            neo4j="""
-MATCH (c:Consumer) WHERE c.uuid IN $uuids
-WITH c ORDER BY c.uuid
-SET c._lock = true
-REMOVE c._lock
-RETURN count(c) AS locked
-""")
-LOCK_PROVIDERS = Statement('alloc_lock_providers',
-                           falkordb='RETURN 0 AS n', neo4j="""
-MATCH (rp:ResourceProvider) WHERE rp.uuid IN $uuids
-WITH rp ORDER BY rp.uuid
-SET rp._lock = true
-REMOVE rp._lock
-RETURN count(rp) AS locked
+CALL {
+  MATCH (c:Consumer) WHERE c.uuid IN $consumers
+  WITH c ORDER BY c.uuid
+  SET c._lock = true
+  REMOVE c._lock
+  RETURN count(c) AS consumers
+}
+CALL {
+  MATCH (rp:ResourceProvider) WHERE rp.uuid IN $providers
+  WITH rp ORDER BY rp.uuid
+  SET rp._lock = true
+  REMOVE rp._lock
+  RETURN count(rp) AS providers
+}
+RETURN consumers, providers
 """)
 
 _LOCK = {'neo4j': 'SET {0}._lock = true', 'falkordb': ''}
@@ -211,9 +213,9 @@ class AllocationStore:
     def locked_for_write(self, provider_uuids, consumer_uuids):
         """The section in which one attempt of an allocation or reshape
         write reads, checks and writes (engine.exclusive)."""
-        return self.engine.exclusive([
-            (LOCK_CONSUMERS, {'uuids': sorted(set(consumer_uuids))}),
-            (LOCK_PROVIDERS, {'uuids': sorted(set(provider_uuids))})])
+        return self.engine.exclusive([(LOCK_FOR_WRITE, {
+            'consumers': sorted(set(consumer_uuids)),
+            'providers': sorted(set(provider_uuids))})])
 
     def write_allocations(self, plan):
         """Apply a WritePlan; False when a guard failed (state changed)."""
