@@ -75,9 +75,11 @@ def _server_python():
 
 
 NEO4J_URI = os.environ.get('TACHYON_TEST_NEO4J_URI')
-NEO4J_OPTIONS = {key: os.environ.get('TACHYON_TEST_NEO4J_' + key.upper())
-                 for key in ('username', 'password', 'database')}
-NEO4J_OPTIONS['username'] = os.environ.get('TACHYON_TEST_NEO4J_USER')
+NEO4J_OPTIONS = {
+    'username': os.environ.get('TACHYON_TEST_NEO4J_USER'),
+    'password': os.environ.get('TACHYON_TEST_NEO4J_PASSWORD'),
+    'database': os.environ.get('TACHYON_TEST_NEO4J_DATABASE'),
+}
 
 # Run by the server's interpreter: empty the Neo4j server for this run.
 _WIPE_NEO4J = """
