@@ -204,6 +204,15 @@ def check_consumer_generations(consumers, client_generations):
                 expected=current, got=wanted)
 
 
+def check_classes_exist(store, names):
+    """Once, before any lock is held: classes are not what writers race
+    on."""
+    missing = store.missing_resource_classes(names)
+    if missing:
+        raise UnknownResourceClass(
+            'No such resource class %s.' % sorted(missing)[0])
+
+
 def check_providers_exist(requested_rps, providers):
     for rp in requested_rps:
         if rp not in providers:
@@ -229,32 +238,23 @@ def apply(store, requests, retries, client_generations=None,
     requested_classes = {rc for request in requests
                          for amounts in request.allocations.values()
                          for rc in amounts}
-    consumer_uuids = [r.uuid for r in requests]
-    lane_keys = set(requested_rps) | set(consumer_uuids)
-    # Once, before any lock is held: classes are not what writers race on.
-    missing = store.missing_resource_classes(requested_classes)
-    if missing:
-        raise UnknownResourceClass(
-            'No such resource class %s.' % sorted(missing)[0])
-    for _attempt in retries:
-        written = False
-        with retries.lane(lane_keys), store.locked_for_write(
-                requested_rps, consumer_uuids) as section:
-            # Providers are read last: a write fails when one of them
-            # changed since, so the shorter that window the fewer retries.
-            consumers = store.consumer_states([r.uuid for r in requests])
-            check_consumer_generations(consumers, client_generations)
-            held_rps = {rp for state in consumers.values()
-                        for rp in state.allocations}
-            providers = store.provider_states(set(requested_rps) | held_rps)
-            check_providers_exist(requested_rps, providers)
-            plan = plan_write(requests, consumers, providers,
-                              bump_emptied=bump_emptied)
-            written = store.write_allocations(plan)
-        # A section the engine rolled back (a deadlock found at commit)
-        # wrote nothing.
-        if written and not section.rolled_back:
-            return
+    check_classes_exist(store, requested_classes)
+
+    def attempt():
+        # Providers are read last: a write fails when one of them changed
+        # since, so the shorter that window the fewer retries.
+        consumers = store.consumer_states([r.uuid for r in requests])
+        check_consumer_generations(consumers, client_generations)
+        held_rps = {rp for state in consumers.values()
+                    for rp in state.allocations}
+        providers = store.provider_states(set(requested_rps) | held_rps)
+        check_providers_exist(requested_rps, providers)
+        return store.write_allocations(plan_write(
+            requests, consumers, providers, bump_emptied=bump_emptied))
+
+    if retries.write(store, requested_rps, [r.uuid for r in requests],
+                     attempt):
+        return
     raise errors.ConcurrentUpdate(
         'Another thread concurrently updated the resource provider data. '
         'Please retry your update')

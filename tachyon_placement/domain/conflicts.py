@@ -86,3 +86,21 @@ class ConflictRetries:
         if self.lanes is None:
             return contextlib.nullcontext()
         return self.lanes.held(keys)
+
+    def write(self, store, provider_uuids, consumer_uuids, attempt):
+        """Run ``attempt`` (it reads, checks and writes; it returns whether
+        its guarded write went through) until one goes through, each in
+        this process's lane for those providers and consumers and in the
+        store's write section for them (the engine's locks).  False when
+        every attempt lost its race."""
+        keys = set(provider_uuids) | set(consumer_uuids)
+        for _attempt in self:
+            written = False
+            with self.lane(keys), store.locked_for_write(
+                    provider_uuids, consumer_uuids) as section:
+                written = attempt()
+            # A section the engine rolled back (a deadlock found at
+            # commit) wrote nothing.
+            if written and not section.rolled_back:
+                return True
+        return False

@@ -94,35 +94,24 @@ def apply(store, new_inventories, requests, retries,
     requested_classes |= {inventory.resource_class
                           for inventories in new_inventories.values()
                           for inventory in inventories}
-    locked_rps = set(requested_rps) | set(new_inventories)
-    consumer_uuids = [r.uuid for r in requests]
-    lane_keys = locked_rps | set(consumer_uuids)
-    # Once, before any lock is held: classes are not what writers race on.
-    missing = store.missing_resource_classes(requested_classes)
-    if missing:
-        raise allocations.UnknownResourceClass(
-            'No such resource class %s.' % sorted(missing)[0])
-    for _attempt in retries:
-        written = False
-        with retries.lane(lane_keys), store.locked_for_write(
-                locked_rps, consumer_uuids) as section:
-            # Providers are read last: a write fails when one of them
-            # changed since, so the shorter that window the fewer retries.
-            consumers = store.consumer_states([r.uuid for r in requests])
-            allocations.check_consumer_generations(consumers,
-                                                   client_generations)
-            held_rps = {rp for state in consumers.values()
-                        for rp in state.allocations}
-            providers = store.provider_states(
-                set(requested_rps) | held_rps | set(new_inventories))
-            allocations.check_providers_exist(requested_rps, providers)
-            plan = plan_reshape(new_inventories, requests, consumers,
-                                providers)
-            written = store.write_reshape(plan)
-        # A section the engine rolled back (a deadlock found at commit)
-        # wrote nothing.
-        if written and not section.rolled_back:
-            return
+    allocations.check_classes_exist(store, requested_classes)
+
+    def attempt():
+        # Providers are read last: a write fails when one of them changed
+        # since, so the shorter that window the fewer retries.
+        consumers = store.consumer_states([r.uuid for r in requests])
+        allocations.check_consumer_generations(consumers, client_generations)
+        held_rps = {rp for state in consumers.values()
+                    for rp in state.allocations}
+        providers = store.provider_states(
+            set(requested_rps) | held_rps | set(new_inventories))
+        allocations.check_providers_exist(requested_rps, providers)
+        return store.write_reshape(plan_reshape(
+            new_inventories, requests, consumers, providers))
+
+    if retries.write(store, set(requested_rps) | set(new_inventories),
+                     [r.uuid for r in requests], attempt):
+        return
     raise errors.ConcurrentUpdate(
         'Another thread concurrently updated the data. Please retry your '
         'update')
