@@ -22,8 +22,8 @@ RETURN %s,
 
 # Neo4j reads at read-committed: take the provider's write lock before
 # reading its generation.  FalkorDB runs one write query at a time.
-_LOCK = {'neo4j': 'SET rp._lock = true', 'falkordb': ''}
-_UNLOCK = {'neo4j': 'REMOVE rp._lock', 'falkordb': ''}
+_LOCK = {'neo4j': 'SET rp._lock = true REMOVE rp._lock', 'falkordb': ''}
+_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # $aggregates is duplicate-free; $generation null means unguarded and
 # $increment is 1 (bump) or 0.  No row back: provider gone or generation

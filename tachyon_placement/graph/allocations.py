@@ -74,8 +74,8 @@ CALL {
 RETURN consumers, providers
 """)
 
-_LOCK = {'neo4j': 'SET {0}._lock = true', 'falkordb': ''}
-_UNLOCK = {'neo4j': 'REMOVE {0}._lock', 'falkordb': ''}
+_LOCK = {'neo4j': 'SET {0}._lock = true REMOVE {0}._lock', 'falkordb': ''}
+_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # Take the locks (Neo4j) and check every generation the plan relies on.
 GUARDS = """

@@ -36,8 +36,9 @@ RETURN %s,
 # On Neo4j (read committed) the provider's write lock is taken before its
 # generation is read, so two writers cannot both see the old generation;
 # FalkorDB runs write queries one at a time.
-_LOCK = {'neo4j': 'SET rp._lock = true\nWITH rp', 'falkordb': ''}
-_UNLOCK = {'neo4j': 'REMOVE rp._lock', 'falkordb': ''}
+_LOCK = {'neo4j': 'SET rp._lock = true REMOVE rp._lock\nWITH rp',
+         'falkordb': ''}
+_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # The inventory fields of a PROVIDES edge ``inv`` from a record ``wanted``
 # (shared with the reshaper's statement).

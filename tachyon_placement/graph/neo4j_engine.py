@@ -28,6 +28,10 @@ def _plain(value):
     return value
 
 
+# Tries of a write Neo4j rolled back for a deadlock.
+WRITE_ATTEMPTS = 5
+
+
 class _GuardFailed(Exception):
     """Raised inside a managed transaction to roll it back."""
 
@@ -118,16 +122,29 @@ class Neo4jEngine(engine.Engine):
             return self._run_in(section, statement, text, params)
         if read_only:
             return self._read(statement, text, params)
-        try:
-            with self._session(neo4j.WRITE_ACCESS) as session:
-                return session.execute_write(
-                    self._work(text, params, statement.guarded))
-        except _GuardFailed:
-            return []
-        except neo4j.exceptions.ConstraintError as exc:
-            raise engine.ConstraintViolation(str(exc)) from exc
-        except neo4j.exceptions.Neo4jError as exc:
-            raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+        return self._write(statement, text, params)
+
+    def _write(self, statement, text, params):
+        """A write is one statement too, run as an auto-commit query: the
+        server commits as soon as it ran, so the locks it took (the graph
+        version's above all, which every write takes) are not held over a
+        round trip for COMMIT.  A guard that fails leaves nothing behind
+        (locks are taken by setting and removing a property at once).
+        Retried when Neo4j rolled it back for a deadlock; a lost
+        connection is not retried: the write may have happened."""
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with self._session(neo4j.WRITE_ACCESS) as session:
+                    return self._work(text, params)(session)
+            except neo4j.exceptions.ConstraintError as exc:
+                raise engine.ConstraintViolation(str(exc)) from exc
+            except neo4j.exceptions.TransientError as exc:
+                if attempt == WRITE_ATTEMPTS:
+                    raise engine.GraphError(
+                        '%s: %s' % (statement.name, exc)) from exc
+            except neo4j.exceptions.Neo4jError as exc:
+                raise engine.GraphError(
+                    '%s: %s' % (statement.name, exc)) from exc
 
     def _run_in(self, section, statement, text, params):
         try:

@@ -75,8 +75,8 @@ RETURN %s,
 
 # Neo4j reads at read-committed: take the provider's write lock before
 # reading its generation.  FalkorDB runs one write query at a time.
-_LOCK = {'neo4j': 'SET rp._lock = true', 'falkordb': ''}
-_UNLOCK = {'neo4j': 'REMOVE rp._lock', 'falkordb': ''}
+_LOCK = {'neo4j': 'SET rp._lock = true REMOVE rp._lock', 'falkordb': ''}
+_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # $names is duplicate-free.  No row back: the provider is gone, its
 # generation is not $generation, or a trait in $names does not exist.
