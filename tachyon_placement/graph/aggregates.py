@@ -12,6 +12,7 @@ from tachyon_placement.domain import traits as domain
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import versioning
+from tachyon_placement.graph import cypher
 from tachyon_placement.graph.cypher import Statement
 
 FOR_PROVIDER = Statement('aggregate_for_provider', common="""
@@ -20,10 +21,6 @@ RETURN %s,
        [(rp)-[:MEMBER_OF]->(a:Aggregate) | a.uuid] AS aggregates
 """ % providers.PROVIDER)
 
-# Neo4j reads at read-committed: take the provider's write lock before
-# reading its generation.  FalkorDB runs one write query at a time.
-_LOCK = {'neo4j': 'SET rp._lock = true REMOVE rp._lock', 'falkordb': ''}
-_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # $aggregates is duplicate-free; $generation null means unguarded and
 # $increment is 1 (bump) or 0.  No row back: provider gone or generation
@@ -37,7 +34,6 @@ WHERE $generation IS NULL OR rp.generation = $generation
 SET rp.generation = rp.generation + $increment,
     rp.updated_at = CASE WHEN $increment > 0 THEN timestamp()
                     ELSE rp.updated_at END
-%(unlock)s
 WITH rp
 %(bump)s
 SET rp.stamp = stamp
@@ -55,8 +51,7 @@ RETURN rp.generation AS generation
 
 
 def _set_provider_text(dialect):
-    return _SET_PROVIDER % {'lock': _LOCK[dialect],
-                            'unlock': _UNLOCK[dialect],
+    return _SET_PROVIDER % {'lock': cypher.write_lock('rp', dialect),
                             'bump': versioning.BUMP}
 
 

@@ -13,6 +13,7 @@ from tachyon_placement.domain import allocations as domain
 from tachyon_placement.domain import models
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import versioning
+from tachyon_placement.graph import cypher
 from tachyon_placement.graph.cypher import Statement
 
 CONSUMERS = Statement('alloc_consumers', common="""
@@ -74,8 +75,6 @@ CALL {
 RETURN consumers, providers
 """)
 
-_LOCK = {'neo4j': 'SET {0}._lock = true REMOVE {0}._lock', 'falkordb': ''}
-_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # Take the locks (Neo4j) and check every generation the plan relies on.
 GUARDS = """
@@ -119,7 +118,6 @@ CALL {{
       c.consumer_type = CASE WHEN wanted.keep_type THEN c.consumer_type
                         ELSE wanted.consumer_type END,
       c.updated_at = timestamp()
-  %(unlock_c)s
 }}
 CALL {{
   UNWIND $allocations AS alloc
@@ -138,7 +136,6 @@ CALL {{
   UNWIND $provider_guards AS guard
   MATCH (rp:ResourceProvider {{uuid: guard.uuid}})
   SET rp.generation = rp.generation + 1, rp.updated_at = timestamp()
-  %(unlock_rp)s
 }}
 CALL {{
   UNWIND $emptied AS gone_uuid
@@ -159,10 +156,8 @@ def locking(template, dialect):
     Neo4j takes write locks before reading generations, FalkorDB runs
     writes one at a time and needs none."""
     return template.format() % {
-        'lock_rp': _LOCK[dialect].format('rp'),
-        'lock_c': _LOCK[dialect].format('c'),
-        'unlock_rp': _UNLOCK[dialect].format('rp'),
-        'unlock_c': _UNLOCK[dialect].format('c'),
+        'lock_rp': cypher.write_lock('rp', dialect),
+        'lock_c': cypher.write_lock('c', dialect),
     }
 
 

@@ -42,6 +42,17 @@ def scoped_subqueries(text):
     return _BARE_CALL.sub('CALL () {', text)
 
 
+def write_lock(variable, dialect):
+    """Cypher that takes the write lock of node ``variable`` before a write
+    reads the generation it guards on: Neo4j reads at read-committed
+    isolation.  Setting and removing a property at once holds the lock
+    until commit and leaves nothing behind, even when the guard then fails.
+    FalkorDB runs one write query at a time and needs none."""
+    if dialect == 'neo4j':
+        return 'SET {0}._lock = true REMOVE {0}._lock'.format(variable)
+    return ''
+
+
 class Statement:
     __slots__ = ('name', 'common', 'neo4j', 'falkordb', 'guarded')
 

@@ -13,6 +13,7 @@ from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import versioning
+from tachyon_placement.graph import cypher
 from tachyon_placement.graph.cypher import Statement
 
 # The provider and every inventory it has, with the class ordinal so the
@@ -36,9 +37,6 @@ RETURN %s,
 # On Neo4j (read committed) the provider's write lock is taken before its
 # generation is read, so two writers cannot both see the old generation;
 # FalkorDB runs write queries one at a time.
-_LOCK = {'neo4j': 'SET rp._lock = true REMOVE rp._lock\nWITH rp',
-         'falkordb': ''}
-_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # The inventory fields of a PROVIDES edge ``inv`` from a record ``wanted``
 # (shared with the reshaper's statement).
@@ -85,13 +83,12 @@ CALL {
 %(bump)s
 SET rp.generation = rp.generation + 1, rp.updated_at = timestamp(),
     rp.stamp = stamp
-%(unlock)s
 RETURN rp.generation AS generation
 """
 
 
 def _write_text(dialect):
-    return _WRITE % {'lock': _LOCK[dialect], 'unlock': _UNLOCK[dialect],
+    return _WRITE % {'lock': cypher.write_lock('rp', dialect),
                      'set_fields': SET_FIELDS, 'bump': versioning.BUMP}
 
 

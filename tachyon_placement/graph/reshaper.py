@@ -37,7 +37,6 @@ CALL {{
   MATCH (rp:ResourceProvider {{uuid: guard.uuid}})
   SET rp.generation = rp.generation + guard.bump,
       rp.updated_at = timestamp()
-  %(unlock_rp)s
 }}
 RETURN size(fresh_inventories) AS providers
 """)

@@ -13,6 +13,7 @@ from tachyon_placement.domain import traits as domain
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import versioning
+from tachyon_placement.graph import cypher
 from tachyon_placement.graph.cypher import Statement
 
 _TRAIT = '{.name, .created_at, .updated_at}'
@@ -73,10 +74,6 @@ RETURN %s,
        [(rp)-[:HAS_TRAIT]->(t:Trait) | t %s] AS traits
 """ % (providers.PROVIDER, _TRAIT))
 
-# Neo4j reads at read-committed: take the provider's write lock before
-# reading its generation.  FalkorDB runs one write query at a time.
-_LOCK = {'neo4j': 'SET rp._lock = true REMOVE rp._lock', 'falkordb': ''}
-_UNLOCK = {'neo4j': '', 'falkordb': ''}
 
 # $names is duplicate-free.  No row back: the provider is gone, its
 # generation is not $generation, or a trait in $names does not exist.
@@ -101,7 +98,6 @@ SET rp.generation = CASE WHEN changed THEN rp.generation + 1
                     ELSE rp.generation END,
     rp.updated_at = CASE WHEN changed THEN timestamp()
                     ELSE rp.updated_at END
-%(unlock)s
 WITH rp, wanted
 %(bump)s
 SET rp.stamp = stamp
@@ -117,9 +113,8 @@ RETURN rp.generation AS generation,
 
 
 def _set_provider_text(dialect):
-    return _SET_PROVIDER % {'lock': _LOCK[dialect],
-                            'unlock': _UNLOCK[dialect], 'trait': _TRAIT,
-                            'bump': versioning.BUMP}
+    return _SET_PROVIDER % {'lock': cypher.write_lock('rp', dialect),
+                            'trait': _TRAIT, 'bump': versioning.BUMP}
 
 
 SET_PROVIDER = Statement('trait_set_provider',
