@@ -1,9 +1,9 @@
 """Neo4j 5 engine through the official driver.
 
-Each write statement runs in its own managed transaction (retried by the
-driver on transient errors such as deadlocks).  Statements that update
-several providers or consumers take their write locks first, in uuid order,
-before reading generations: Neo4j reads at read-committed isolation.
+Each statement, read or write, runs as one auto-commit query (writes are
+tried again when Neo4j rolled them back for a deadlock).  Statements that
+update several providers or consumers take their write locks first, in uuid
+order, before reading generations: Neo4j reads at read-committed isolation.
 
 Allocation and reshape writes go further (``exclusive``): one explicit
 transaction locks the consumers and providers first, then reads, checks
@@ -36,11 +36,12 @@ class _GuardFailed(Exception):
     """Raised inside a managed transaction to roll it back."""
 
 
-def _close_quietly(tx):
-    """Roll back (a failed transaction may refuse even that)."""
+def _close_quietly(closable):
+    """Close a session, or roll a transaction back (a failed one may refuse
+    even that)."""
     with contextlib.suppress(neo4j.exceptions.Neo4jError,
                              neo4j.exceptions.DriverError):
-        tx.close()
+        closable.close()
 
 
 class _Exclusive(engine.Section):
@@ -84,9 +85,7 @@ class Neo4jEngine(engine.Engine):
         session = getattr(self._local, 'read_session', None)
         self._local.read_session = None
         if session is not None:
-            with contextlib.suppress(neo4j.exceptions.Neo4jError,
-                                     neo4j.exceptions.DriverError):
-                session.close()
+            _close_quietly(session)
 
     def _read(self, statement, text, params):
         """A read is one statement, so an auto-commit query is atomic: one
