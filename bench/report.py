@@ -206,6 +206,13 @@ def render(results):
         out.append(table(['service', 'providers s', 'allocations s',
                           'total s', 'providers/s', 'consumers/s', 'errors',
                           'RSS MiB'], rows, ['<'] + ['>'] * 7))
+        warmup = results.get('warmup')
+        if warmup:
+            out.append('Neo4j JVM warm-up before measuring (%s s): loads of '
+                       '%d throwaway hosts took %s s, the first on the cold '
+                       'JVM' % (warmup['seconds'], warmup['hosts'],
+                                ' / '.join(str(s) for s in
+                                           warmup['load_seconds'])))
         out.append('')
 
     rows = []

@@ -672,6 +672,19 @@ class Neo4jServer:
         self._script('stop', timeout=120)
 
 
+# Deletes everything in the Neo4j database named by argv[1], in batches
+# (run with Tachyon's interpreter, which has the driver).
+_EMPTY_NEO4J = '''
+import sys
+import neo4j
+with neo4j.GraphDatabase.driver(sys.argv[1]) as driver:
+    while driver.execute_query(
+            'MATCH (n) WITH n LIMIT 20000 DETACH DELETE n '
+            'RETURN count(*) AS deleted').records[0]['deleted']:
+        pass
+'''
+
+
 class TachyonService(Service):
     name = 'tachyon'
     label = 'Tachyon'
@@ -700,7 +713,8 @@ class TachyonService(Service):
         if self.neo4j:
             self.neo4j.start()
             graph['connection'] = self.neo4j.uri
-        conf_path = os.path.join(self.dir, 'etc', 'placement.conf')
+        conf_path = self.conf_path = os.path.join(
+            self.dir, 'etc', 'placement.conf')
         write_conf(conf_path, merge_conf({
             'DEFAULT': {'debug': 'False'},
             'api': {'auth_strategy': 'noauth2'},
@@ -719,6 +733,19 @@ class TachyonService(Service):
         log('tachyon: starting gunicorn')
         self.gunicorn.start()
         self._record_server()
+
+    def restart_empty(self):
+        """Neo4j only: stop gunicorn, empty the database, sync the schema
+        again and start gunicorn anew (fresh in-memory copies of the
+        graph), keeping the JVM and so the code its JIT compiled."""
+        self.gunicorn.stop()
+        run([self.python, '-c', _EMPTY_NEO4J, self.neo4j.uri],
+            'tachyon-empty.log', timeout=600, cwd=WORK_DIR)
+        log('tachyon: tachyon-manage db sync')
+        run([self.python, '-m', 'tachyon_placement.cmd.manage',
+             '--config-file', self.conf_path, 'db', 'sync'],
+            'tachyon-db-sync.log', timeout=600, cwd=WORK_DIR)
+        self.gunicorn.start()
 
     def server_pid(self):
         """The database: the Neo4j JVM, or the embedded FalkorDB server

@@ -15,6 +15,9 @@
 #   TACHYON_NEO4J_VERSION  Neo4j release from Maven Central (default: the
 #                          pom's, 5.26 LTS; 2025.x needs JAVA_HOME >= 21)
 #   TACHYON_NEO4J_HEAP     JVM heap (default 1g)
+#   TACHYON_NEO4J_JAVA_OPTS  more JVM options (words), e.g. a flight recording
+#   TACHYON_NEO4J_SETTINGS   Neo4j settings, setting=value words, e.g.
+#                          dbms.cypher.min_replan_interval=1h
 #   JAVA_HOME              the JDK (default: java on PATH)
 #
 # Maven's downloads are kept in tools/neo4j/.m2 (ignored by git), so only
@@ -94,9 +97,15 @@ start() {
     mkdir -p "$STATE/home"
     local dir="$PROJECT/target"
     : > "$LOG_FILE"
-    setsid "$(java_bin)" -Xmx"$HEAP" -XX:+UseG1GC \
+    local setting
+    for setting in ${TACHYON_NEO4J_SETTINGS:-}; do
+        echo "$setting"
+    done > "$STATE/settings.conf"
+    # shellcheck disable=SC2086  # options are words on purpose
+    setsid "$(java_bin)" -Xmx"$HEAP" -XX:+UseG1GC ${TACHYON_NEO4J_JAVA_OPTS:-} \
         -cp "$dir/classes:$dir/lib/*" org.tachyon.neo4j.Server \
-        "$STATE/home" "$PORT" >> "$LOG_FILE" 2>&1 < /dev/null &
+        "$STATE/home" "$PORT" "$STATE/settings.conf" \
+        >> "$LOG_FILE" 2>&1 < /dev/null &
     local pid=$!
     echo "$pid" > "$PID_FILE"
     local deadline=$((SECONDS + START_TIMEOUT))

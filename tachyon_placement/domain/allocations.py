@@ -241,13 +241,9 @@ def apply(store, requests, retries, client_generations=None,
     check_classes_exist(store, requested_classes)
 
     def attempt():
-        # Providers are read last: a write fails when one of them changed
-        # since, so the shorter that window the fewer retries.
-        consumers = store.consumer_states([r.uuid for r in requests])
+        consumers, providers = store.write_states(
+            [r.uuid for r in requests], requested_rps)
         check_consumer_generations(consumers, client_generations)
-        held_rps = {rp for state in consumers.values()
-                    for rp in state.allocations}
-        providers = store.provider_states(set(requested_rps) | held_rps)
         check_providers_exist(requested_rps, providers)
         return store.write_allocations(plan_write(
             requests, consumers, providers, bump_emptied=bump_emptied))

@@ -90,14 +90,14 @@ class ConflictRetries:
     def write(self, store, provider_uuids, consumer_uuids, attempt):
         """Run ``attempt`` (it reads, checks and writes; it returns whether
         its guarded write went through) until one goes through, each in
-        this process's lane for those providers and consumers and in the
-        store's write section for them (the engine's locks).  False when
-        every attempt lost its race."""
+        this process's lane for those providers and consumers and in a
+        write section of the store (whose reads take the engine's locks,
+        see AllocationStore.write_states).  False when every attempt lost
+        its race."""
         keys = set(provider_uuids) | set(consumer_uuids)
         for _attempt in self:
             written = False
-            with self.lane(keys), store.locked_for_write(
-                    provider_uuids, consumer_uuids) as section:
+            with self.lane(keys), store.locked_for_write() as section:
                 written = attempt()
             # A section the engine rolled back (a deadlock found at
             # commit) wrote nothing.

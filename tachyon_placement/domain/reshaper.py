@@ -97,14 +97,10 @@ def apply(store, new_inventories, requests, retries,
     allocations.check_classes_exist(store, requested_classes)
 
     def attempt():
-        # Providers are read last: a write fails when one of them changed
-        # since, so the shorter that window the fewer retries.
-        consumers = store.consumer_states([r.uuid for r in requests])
+        consumers, providers = store.write_states(
+            [r.uuid for r in requests],
+            set(requested_rps) | set(new_inventories))
         allocations.check_consumer_generations(consumers, client_generations)
-        held_rps = {rp for state in consumers.values()
-                    for rp in state.allocations}
-        providers = store.provider_states(
-            set(requested_rps) | held_rps | set(new_inventories))
         allocations.check_providers_exist(requested_rps, providers)
         return store.write_reshape(plan_reshape(
             new_inventories, requests, consumers, providers))

@@ -5,9 +5,10 @@
 ``(:ResourceProvider)``; the sum per provider and class is kept on the
 inventory edge as ``PROVIDES.used`` so capacity checks never aggregate.
 
-Every allocation write is the one guarded statement WRITE: it takes the
-write locks (Neo4j) on the guarded providers then consumers in uuid order,
-re-reads their generations, and writes only when all still match.
+An attempt of an allocation write reads with STATES (which takes the
+write locks on Neo4j) and writes with the one guarded statement WRITE: it
+re-reads the generations of the providers and consumers and writes only
+when all still match.
 """
 from tachyon_placement.domain import allocations as domain
 from tachyon_placement.domain import models
@@ -15,25 +16,6 @@ from tachyon_placement.graph import engine
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph import cypher
 from tachyon_placement.graph.cypher import Statement
-
-CONSUMERS = Statement('alloc_consumers', common="""
-UNWIND $uuids AS consumer_uuid
-MATCH (c:Consumer {uuid: consumer_uuid})
-RETURN c {.uuid, .generation, .project_id, .user_id, .consumer_type} AS c,
-       [(c)-[a:CONSUMES]->(rp:ResourceProvider) |
-        {rp: rp.uuid, rc: a.resource_class, used: a.used}] AS allocations
-""")
-
-PROVIDERS = Statement('alloc_providers', common="""
-UNWIND $uuids AS rp_uuid
-MATCH (rp:ResourceProvider {uuid: rp_uuid})
-RETURN rp.uuid AS uuid, rp.generation AS generation,
-       [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
-        {resource_class: rc.name, total: inv.total, reserved: inv.reserved,
-         min_unit: inv.min_unit, max_unit: inv.max_unit,
-         step_size: inv.step_size, allocation_ratio: inv.allocation_ratio,
-         used: inv.used}] AS inventories
-""")
 
 FOR_CONSUMER = Statement('alloc_for_consumer', common="""
 MATCH (c:Consumer {uuid: $uuid})-[a:CONSUMES]->(rp:ResourceProvider)
@@ -52,28 +34,47 @@ RETURN rp.generation AS generation, c.uuid AS consumer,
        coalesce(a.updated_at, a.created_at) AS modified
 """)
 
-# Write locks for an exclusive section (engine.exclusive, Neo4j only):
-# consumers, then providers, each in uuid order, so two sections never wait
-# on each other in a circle.  Setting a property takes a node's write lock
-# until the transaction ends; it is removed again at once.
-LOCK_FOR_WRITE = Statement('alloc_lock_for_write', falkordb='RETURN 0 AS n',
-                           neo4j="""
-CALL {
-  MATCH (c:Consumer) WHERE c.uuid IN $consumers
+# What one attempt of an allocation or reshape write reads, in one
+# statement: the consumers, then the providers asked for and those the
+# consumers hold.  On Neo4j it takes their write locks first (consumers,
+# then providers, each in uuid order, so two writers never wait on each
+# other in a circle), inside the attempt's transaction (engine.exclusive),
+# so what it reads stays true until the write commits.  Setting a property
+# takes a node's write lock until the transaction ends; it is removed again
+# at once.
+_STATES = """
+CALL {{
+  UNWIND $consumers AS consumer_uuid
+  MATCH (c:Consumer {{uuid: consumer_uuid}})
   WITH c ORDER BY c.uuid
-  SET c._lock = true
-  REMOVE c._lock
-  RETURN count(c) AS consumers
-}
-CALL {
-  MATCH (rp:ResourceProvider) WHERE rp.uuid IN $providers
-  WITH rp ORDER BY rp.uuid
-  SET rp._lock = true
-  REMOVE rp._lock
-  RETURN count(rp) AS providers
-}
+  %(lock_c)s
+  RETURN collect(c {{.uuid, .generation, .project_id, .user_id,
+                    .consumer_type,
+                    allocations: [(c)-[a:CONSUMES]->(held:ResourceProvider) |
+                                  {{rp: held.uuid, rc: a.resource_class,
+                                   used: a.used}}]}}) AS consumers
+}}
+WITH consumers,
+     reduce(wanted = $providers, state IN consumers |
+            wanted + [alloc IN state.allocations | alloc.rp]) AS wanted
+CALL {{
+  WITH wanted
+  UNWIND wanted AS rp_uuid
+  WITH DISTINCT rp_uuid ORDER BY rp_uuid
+  MATCH (rp:ResourceProvider {{uuid: rp_uuid}})
+  %(lock_rp)s
+  RETURN collect(rp {{.uuid, .generation,
+                     inventories: [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
+                                   {{resource_class: rc.name,
+                                    total: inv.total, reserved: inv.reserved,
+                                    min_unit: inv.min_unit,
+                                    max_unit: inv.max_unit,
+                                    step_size: inv.step_size,
+                                    allocation_ratio: inv.allocation_ratio,
+                                    used: inv.used}}]}}) AS providers
+}}
 RETURN consumers, providers
-""")
+"""
 
 
 # Take the locks (Neo4j) and check every generation the plan relies on.
@@ -168,6 +169,9 @@ def _write_text(dialect):
 WRITE = Statement('alloc_write', neo4j=_write_text('neo4j'),
                   falkordb=_write_text('falkordb'), guarded=True)
 
+STATES = Statement('alloc_states', neo4j=locking(_STATES, 'neo4j'),
+                   falkordb=locking(_STATES, 'falkordb'))
+
 
 def _inventory(data):
     return models.Inventory(**{key: value for key, value in data.items()
@@ -177,40 +181,40 @@ def _inventory(data):
 class AllocationStore:
     """Mixin of Store: consumers and allocations."""
 
-    def consumer_states(self, uuids):
-        """{uuid: ConsumerState}, with a generation-None state for each
-        consumer that does not exist."""
-        states = {uuid: domain.ConsumerState(uuid) for uuid in uuids}
-        for row in self.engine.read(CONSUMERS, uuids=sorted(set(uuids))):
-            data = row['c']
+    def write_states(self, consumer_uuids, provider_uuids):
+        """What one attempt of a write reads (see _STATES), as
+        ({uuid: ConsumerState}, {uuid: ProviderState}): a generation-None
+        state for each consumer that does not exist; the providers asked
+        for that exist and those the consumers hold."""
+        row = self.engine.read(
+            STATES, consumers=sorted(set(consumer_uuids)),
+            providers=sorted(set(provider_uuids)))[0]
+        consumers = {uuid: domain.ConsumerState(uuid)
+                     for uuid in consumer_uuids}
+        for data in row['consumers']:
             allocations = {}
-            for alloc in row['allocations']:
+            for alloc in data['allocations']:
                 allocations.setdefault(alloc['rp'], {})[alloc['rc']] = (
                     alloc['used'])
-            states[data['uuid']] = domain.ConsumerState(
+            consumers[data['uuid']] = domain.ConsumerState(
                 uuid=data['uuid'], generation=data['generation'],
                 project_id=data.get('project_id'),
                 user_id=data.get('user_id'),
                 consumer_type=data.get('consumer_type'),
                 allocations=allocations)
-        return states
-
-    def provider_states(self, uuids):
-        rows = self.engine.read(PROVIDERS, uuids=sorted(set(uuids)))
-        states = {}
-        for row in rows:
-            states[row['uuid']] = domain.ProviderState(
-                uuid=row['uuid'], generation=row['generation'],
+        providers = {
+            data['uuid']: domain.ProviderState(
+                uuid=data['uuid'], generation=data['generation'],
                 inventories={inv['resource_class']: _inventory(inv)
-                             for inv in row['inventories']})
-        return states
+                             for inv in data['inventories']})
+            for data in row['providers']}
+        return consumers, providers
 
-    def locked_for_write(self, provider_uuids, consumer_uuids):
+    def locked_for_write(self):
         """The section in which one attempt of an allocation or reshape
-        write reads, checks and writes (engine.exclusive)."""
-        return self.engine.exclusive([(LOCK_FOR_WRITE, {
-            'consumers': sorted(set(consumer_uuids)),
-            'providers': sorted(set(provider_uuids))})])
+        write reads (write_states takes the locks), checks and writes
+        (engine.exclusive)."""
+        return self.engine.exclusive()
 
     def write_allocations(self, plan):
         """Apply a WritePlan; False when a guard failed (state changed)."""

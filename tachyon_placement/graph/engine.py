@@ -3,8 +3,8 @@
 Engines run registered ``Statement`` objects and return rows as plain
 dicts.  ``write`` runs one statement as one atomic unit.  ``exclusive``
 makes the reads and writes of the calling thread inside it one transaction
-that first takes write locks (Neo4j); engines that run each write alone
-and in order (FalkorDB) rely on their guarded statements instead.
+whose statements take write locks (Neo4j); engines that run each write
+alone and in order (FalkorDB) rely on their guarded statements instead.
 """
 import contextlib
 
@@ -36,12 +36,12 @@ class Engine:
     def ensure_schema(self):
         raise NotImplementedError
 
-    def exclusive(self, locks):
+    def exclusive(self):
         """A context in which this thread's statements form one
-        transaction that starts by running ``locks`` (``(statement,
-        params)`` pairs taking write locks in a fixed order), so no other
-        writer can change what is read in it before it commits.  It gives
-        a ``Section``: when a guarded write found a changed generation or
+        transaction, so that what its first statement read and locked
+        (Neo4j: by setting a property of each node, in a fixed order) no
+        other writer can change before it commits.  It gives a
+        ``Section``: when a guarded write found a changed generation or
         the engine gave up on a lock (a deadlock, which Neo4j may report
         as late as the commit), the context ends silently, rolled back,
         with ``rolled_back`` set, and the caller tries again.  Here: no

@@ -6,9 +6,9 @@ update several providers or consumers take their write locks first, in uuid
 order, before reading generations: Neo4j reads at read-committed isolation.
 
 Allocation and reshape writes go further (``exclusive``): one explicit
-transaction locks the consumers and providers first, then reads, checks
-and writes, so writers in other API processes wait for the locks instead
-of losing the race and retrying.
+transaction whose first statement locks the consumers and providers and
+reads them, then checks and writes, so writers in other API processes wait
+for the locks instead of losing the race and retrying.
 """
 import contextlib
 import threading
@@ -160,22 +160,13 @@ class Neo4jEngine(engine.Engine):
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
 
     @contextlib.contextmanager
-    def exclusive(self, locks):
+    def exclusive(self):
         if getattr(self._local, 'section', None) is not None:
             yield engine.Section()  # already inside one: it decides
             return
         with self._session(neo4j.WRITE_ACCESS) as session:
             tx = session.begin_transaction()
             section = _Exclusive(tx)
-            try:
-                for statement, params in locks:
-                    tx.run(statement.text(self.dialect), params).consume()
-            except neo4j.exceptions.TransientError:
-                # Could not lock (deadlock): this attempt runs unlocked,
-                # its guarded write still refuses changed generations.
-                _close_quietly(tx)
-                yield engine.Section()
-                return
             self._local.section = section
             try:
                 yield section

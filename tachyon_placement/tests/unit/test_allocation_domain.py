@@ -112,16 +112,17 @@ class FakeStore:
         self.rolled_back = False
 
     @contextlib.contextmanager
-    def locked_for_write(self, provider_uuids, consumer_uuids):
-        self.sections.append((sorted(provider_uuids), list(consumer_uuids)))
+    def locked_for_write(self):
+        self.sections.append([])
         yield types.SimpleNamespace(rolled_back=self.rolled_back)
+        self.sections[-1].append('closed')
 
-    def consumer_states(self, uuids):
-        return {uuid: domain.ConsumerState(uuid) for uuid in uuids}
-
-    def provider_states(self, uuids):
-        return {uuid: provider(uuid, VCPU=dict(total=4)) for uuid in uuids
-                if uuid == 'rp'}
+    def write_states(self, consumer_uuids, provider_uuids):
+        self.sections[-1].append((sorted(provider_uuids),
+                                  list(consumer_uuids)))
+        return ({uuid: domain.ConsumerState(uuid) for uuid in consumer_uuids},
+                {uuid: provider(uuid, VCPU=dict(total=4))
+                 for uuid in provider_uuids if uuid == 'rp'})
 
     def missing_resource_classes(self, names):
         return set(names) - {'VCPU'}
@@ -145,9 +146,10 @@ def test_apply_retries_generation_conflicts_then_gives_up():
                  retries(3, pauses))
     assert store.writes == 3
     assert pauses == [0.005, 0.01]
-    # Every attempt reads, checks and writes in a section of its own,
-    # locking the requested providers and the consumers.
-    assert store.sections == [(['rp'], ['c'])] * 3
+    # Every attempt reads (the read takes the locks of the requested
+    # providers and the consumers), checks and writes in a section of its
+    # own.
+    assert store.sections == [[(['rp'], ['c']), 'closed']] * 3
     with pytest.raises(errors.ConcurrentUpdate):
         domain.apply(FakeStore(conflicts=5),
                      [request('c', {'rp': {'VCPU': 1}})], retries(3))

@@ -14,7 +14,9 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  * Neo4j Community with Bolt on a loopback port, no authentication, its
  * files under one home directory.
  *
- * <p>Usage: {@code Server <home> <port>}.  Prints {@code READY <bolt uri>}
+ * <p>Usage: {@code Server <home> <port> [settings file]}: the file holds
+ * further Neo4j settings, {@code name=value} lines as in neo4j.conf.
+ * Prints {@code READY <bolt uri>}
  * once the default database is available; shuts down cleanly on SIGTERM or
  * SIGINT (the JVM's shutdown hook), so committed transactions are on disk.
  */
@@ -23,13 +25,18 @@ public final class Server {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 2) {
-            System.err.println("usage: Server <home directory> <bolt port>");
+        if (args.length < 2 || args.length > 3) {
+            System.err.println(
+                "usage: Server <home directory> <bolt port> [settings file]");
             System.exit(2);
         }
         Path home = Path.of(args[0]).toAbsolutePath();
         int port = Integer.parseInt(args[1]);
-        DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(home)
+        DatabaseManagementServiceBuilder builder = new DatabaseManagementServiceBuilder(home);
+        if (args.length == 3) {
+            builder.loadPropertiesFromFile(Path.of(args[2]));
+        }
+        DatabaseManagementService dbms = builder
                 .setConfig(BoltConnector.enabled, true)
                 .setConfig(BoltConnector.listen_address,
                            new SocketAddress("127.0.0.1", port))
