@@ -5,6 +5,8 @@ Tree edges are ``(parent)-[:PARENT_OF]->(child)``; ``parent_uuid`` and
 search never walk the tree.  ``seq`` keeps creation order, which is the
 order Placement lists providers in.
 """
+import os_resource_classes
+
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
 from tachyon_placement.graph import engine
@@ -198,6 +200,8 @@ MATCH (t:Trait {name: trait_name})
 RETURN t.name AS name
 """)
 
+STANDARD_CLASSES = frozenset(os_resource_classes.STANDARDS)
+
 KNOWN_CLASSES = Statement('rp_known_classes', common="""
 UNWIND $names AS class_name
 MATCH (rc:ResourceClass {name: class_name})
@@ -216,7 +220,10 @@ class NameCheckStore:
         return names - {row['name'] for row in found}
 
     def missing_resource_classes(self, names):
-        names = set(names)
+        # The standard classes exist in every synced graph (Store.sync
+        # creates them, nothing deletes them): only custom names are
+        # looked up, so Nova's usual requests cost no round trip here.
+        names = set(names) - STANDARD_CLASSES
         if not names:
             return set()
         found = self.engine.read(KNOWN_CLASSES, names=sorted(names))
