@@ -1,0 +1,140 @@
+"""The weighing room: scorers, normalisation, combined order."""
+import dataclasses
+import types
+
+import pytest
+
+from tachyon_placement.domain import models
+from tachyon_placement.weighing import model
+from tachyon_placement.weighing import ranking
+from tachyon_placement.weighing import scorers
+
+
+def record(uuid, parent=None, traits=(), aggregates=(), **inventories):
+    return types.SimpleNamespace(
+        uuid=uuid, parent_uuid=parent, traits=frozenset(traits),
+        aggregates=frozenset(aggregates),
+        inventories={rc: models.Inventory(rc, **fields)
+                     for rc, fields in inventories.items()})
+
+
+def weigher(name, scorer, weight=1.0, **match):
+    return model.Weigher.from_document(
+        name, {'weight': weight, 'scorer': scorer, 'match': match})
+
+
+# Three hosts: a busy one, a half-used one with an SSD, an idle one in a
+# preferred aggregate with a NUMA child holding its memory.
+TREES = {
+    'busy': [record('busy', MEMORY_MB=dict(total=1000, used=900),
+                    VCPU=dict(total=10, used=1))],
+    'half': [record('half', traits={'STORAGE_DISK_SSD'},
+                    MEMORY_MB=dict(total=1000, used=500),
+                    VCPU=dict(total=10, used=5))],
+    'idle': [record('idle', aggregates={'agg-fast'},
+                    VCPU=dict(total=10, used=9)),
+             record('idle-numa0', parent='idle',
+                    MEMORY_MB=dict(total=2000, reserved=1000, used=0))],
+}
+PLACEMENT_ORDER = ['busy', 'half', 'idle']
+
+
+def test_usage_spread_and_pack_count_the_whole_tree():
+    spread = {'type': 'usage', 'resource_class': 'MEMORY_MB',
+              'mode': 'spread'}
+    pack = dict(spread, mode='pack')
+    assert scorers.score(spread, TREES['busy']) == pytest.approx(-0.9)
+    # The NUMA child's memory counts, its reserved part does not.
+    assert scorers.score(spread, TREES['idle']) == 0.0
+    assert scorers.score(pack, TREES['half']) == pytest.approx(0.5)
+    # No inventory of the class: nothing to score.
+    assert scorers.score(dict(spread, resource_class='VGPU'),
+                         TREES['busy']) is None
+
+
+def test_traits_and_aggregates_prefer_and_avoid():
+    assert scorers.score({'type': 'traits', 'prefer': ['STORAGE_DISK_SSD'],
+                          'avoid': ['CUSTOM_SLOW']}, TREES['half']) == 1
+    assert scorers.score({'type': 'traits', 'avoid': ['STORAGE_DISK_SSD']},
+                         TREES['half']) == -1
+    assert scorers.score({'type': 'aggregates', 'prefer': ['agg-fast']},
+                         TREES['idle']) == 1
+    assert scorers.score({'type': 'aggregates', 'prefer': ['agg-fast']},
+                         TREES['busy']) == 0
+
+
+def test_normalize_like_nova():
+    assert ranking.normalize({'a': 2.0, 'b': 4.0, 'c': 3.0, 'd': None}) == {
+        'b': 1.0, 'c': 0.5}
+    assert ranking.normalize({'a': 1.0, 'b': 1.0}) == {}
+    assert ranking.normalize({'a': None}) == {}
+
+
+def test_no_weigher_keeps_placements_order():
+    assert ranking.Ranking((), TREES).order(PLACEMENT_ORDER) == (
+        PLACEMENT_ORDER)
+
+
+def test_spread_by_memory_puts_the_emptiest_first():
+    spread = weigher('spread-ram', {'type': 'usage',
+                                    'resource_class': 'MEMORY_MB',
+                                    'mode': 'spread'})
+    order = ranking.Ranking([spread], TREES).order(PLACEMENT_ORDER)
+    assert order == ['idle', 'half', 'busy']
+    pack = weigher('pack-ram', dict(spread.scorer, mode='pack'))
+    assert ranking.Ranking([pack], TREES).order(PLACEMENT_ORDER) == [
+        'busy', 'half', 'idle']
+
+
+def test_weights_combine_and_a_negative_weight_inverts():
+    spread_cpu = weigher('spread-cpu', {'type': 'usage',
+                                        'resource_class': 'VCPU'})
+    ssd = weigher('ssd', {'type': 'traits', 'prefer': ['STORAGE_DISK_SSD']},
+                  weight=2.0)
+    # CPU spread alone: busy (0.1 used) first, idle (0.9) last.
+    assert ranking.Ranking([spread_cpu], TREES).order(PLACEMENT_ORDER) == [
+        'busy', 'half', 'idle']
+    # The SSD preference weighs twice as much: half (0.5 + 2) first.
+    both = ranking.Ranking([spread_cpu, ssd], TREES)
+    assert both.order(PLACEMENT_ORDER) == ['half', 'busy', 'idle']
+    assert both.scores['half'] == pytest.approx(2.5)
+    assert both.parts['ssd'] == {'half': 1.0}
+    avoid = weigher('no-ssd', ssd.scorer, weight=-1.0)
+    assert ranking.Ranking([avoid], TREES).order(PLACEMENT_ORDER) == [
+        'busy', 'idle', 'half']
+
+
+def test_ties_keep_placements_order_and_unknown_roots_rank_last():
+    fast = weigher('fast', {'type': 'aggregates', 'prefer': ['agg-fast']})
+    ranked = ranking.Ranking([fast], TREES)
+    assert ranked.order(['half', 'new-host', 'idle', 'busy']) == [
+        'idle', 'half', 'new-host', 'busy']
+
+
+def test_match_selects_the_weighers_of_a_request():
+    gpu_only = weigher('gpu', {'type': 'usage', 'resource_class': 'VGPU'},
+                       resource_classes=['VGPU'])
+    avx = weigher('avx', {'type': 'traits', 'prefer': ['X']},
+                  required_traits=['HW_CPU_X86_AVX2'], max_groups=2)
+    anywhere = weigher('all', {'type': 'traits', 'prefer': ['X']})
+    plain = model.RequestSummary(resource_classes=frozenset({'VCPU'}))
+    assert ranking.applicable([gpu_only, avx, anywhere], plain) == (anywhere,)
+    avx_request = model.RequestSummary(
+        resource_classes=frozenset({'VCPU', 'VGPU'}),
+        required_traits=frozenset({'HW_CPU_X86_AVX2', 'OTHER'}), groups=2)
+    assert ranking.applicable([gpu_only, avx, anywhere], avx_request) == (
+        anywhere, avx, gpu_only)
+    three_groups = dataclasses.replace(avx_request, groups=3)
+    assert avx not in ranking.applicable([avx], three_groups)
+
+
+def test_weighers_round_trip_their_documents_and_hash_by_content():
+    document = {'weight': -1.5,
+                'scorer': {'type': 'traits', 'prefer': ['A'], 'avoid': []},
+                'match': {'member_of': ['agg'], 'min_groups': 2}}
+    one = model.Weigher.from_document('w', document, generation=3)
+    assert one.as_document() == dict(document, name='w', generation=3)
+    assert one == model.Weigher.from_document('w', document, generation=3)
+    assert hash(one) == hash(model.Weigher.from_document('w', document, 3))
+    assert one != model.Weigher.from_document(
+        'w', dict(document, scorer={'type': 'traits', 'prefer': ['B']}), 3)

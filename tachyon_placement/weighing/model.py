@@ -1,0 +1,112 @@
+"""A weigher: a name, a multiplier, the requests it applies to, a scorer."""
+import dataclasses
+
+# Scorer types and what each takes (the API schema checks the shapes).
+USAGE = 'usage'            # resource_class, mode: pack | spread
+TRAITS = 'traits'          # prefer: [trait], avoid: [trait]
+AGGREGATES = 'aggregates'  # prefer: [aggregate uuid], avoid: [...]
+SCORER_TYPES = (USAGE, TRAITS, AGGREGATES)
+PACK = 'pack'
+SPREAD = 'spread'
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestSummary:
+    """What a weigher's match looks at in a GET /allocation_candidates
+    request: the resource classes asked for, the traits every candidate
+    must have (a required trait, not an any-of choice), the aggregates
+    named in member_of, and the number of request groups."""
+    resource_classes: frozenset = frozenset()
+    required_traits: frozenset = frozenset()
+    member_of: frozenset = frozenset()
+    groups: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """The requests a weigher applies to; an empty match applies to all.
+    Every condition given must hold: the request asks for one of
+    ``resource_classes``, requires every one of ``required_traits``,
+    names one of ``member_of``, has between ``min_groups`` and
+    ``max_groups`` request groups."""
+    resource_classes: frozenset = frozenset()
+    required_traits: frozenset = frozenset()
+    member_of: frozenset = frozenset()
+    min_groups: int = None
+    max_groups: int = None
+
+    @classmethod
+    def from_document(cls, document):
+        document = document or {}
+        return cls(
+            resource_classes=frozenset(document.get('resource_classes', ())),
+            required_traits=frozenset(document.get('required_traits', ())),
+            member_of=frozenset(document.get('member_of', ())),
+            min_groups=document.get('min_groups'),
+            max_groups=document.get('max_groups'))
+
+    def as_document(self):
+        document = {}
+        for key in ('resource_classes', 'required_traits', 'member_of'):
+            if getattr(self, key):
+                document[key] = sorted(getattr(self, key))
+        for key in ('min_groups', 'max_groups'):
+            if getattr(self, key) is not None:
+                document[key] = getattr(self, key)
+        return document
+
+    def applies(self, request):
+        if (self.resource_classes
+                and not self.resource_classes & request.resource_classes):
+            return False
+        if not self.required_traits <= request.required_traits:
+            return False
+        if self.member_of and not self.member_of & request.member_of:
+            return False
+        if self.min_groups is not None and request.groups < self.min_groups:
+            return False
+        if self.max_groups is not None and request.groups > self.max_groups:
+            return False
+        return True
+
+
+def _frozen(value):
+    """A hashable copy of a JSON value (a scorer's parameters)."""
+    if isinstance(value, dict):
+        return tuple(sorted((key, _frozen(item))
+                            for key, item in value.items()))
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Weigher:
+    name: str
+    weight: float
+    scorer: dict = dataclasses.field(hash=False, compare=False)
+    match: Match = Match()
+    generation: int = 0
+    # The scorer as a hashable value: weighers compare and hash by it.
+    scorer_key: tuple = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, 'scorer_key', _frozen(self.scorer))
+
+    @classmethod
+    def from_document(cls, name, document, generation=0):
+        """From the API's (schema-checked) or the graph's document."""
+        return cls(name=name, weight=float(document['weight']),
+                   scorer=dict(document['scorer']),
+                   match=Match.from_document(document.get('match')),
+                   generation=generation)
+
+    def as_document(self):
+        return {'name': self.name, 'weight': self.weight,
+                'scorer': self.scorer, 'match': self.match.as_document(),
+                'generation': self.generation}
+
+    def stored(self):
+        """The parts the graph keeps as its definition."""
+        return {'weight': self.weight, 'scorer': self.scorer,
+                'match': self.match.as_document()}

@@ -1,0 +1,62 @@
+"""Combine weighers into one score per root, and order anchors by it.
+
+As Nova combines its scheduler weighers: each weigher's raw scores are
+normalised to 0..1 over the roots it scored (all equal: all 0), a root it
+could not score gets 0, and the combined score is the sum of weight x
+normalised score.  Higher comes first; equal scores keep Placement's
+order (the sort is stable), so no weigher means Placement's order.
+
+Scores are normalised over every root of the graph, not only over the
+roots of one request, so that one ``Ranking`` (cached per graph version
+and weigher set) serves every request: with one weigher the order is the
+same either way.
+"""
+from tachyon_placement.weighing import scorers
+
+
+def normalize(raw):
+    """{root: raw or None} -> {root: 0..1}, like Nova's
+    weights.normalize (min maps to 0, max to 1, all equal to 0)."""
+    values = [value for value in raw.values() if value is not None]
+    if not values:
+        return {}
+    low, high = min(values), max(values)
+    if high == low:
+        return {}
+    span = high - low
+    return {root: (value - low) / span for root, value in raw.items()
+            if value is not None and value != low}
+
+
+class Ranking:
+    """The combined score of every root of ``trees`` ({root uuid: [records,
+    root first]}) for ``weighers``."""
+
+    def __init__(self, weighers, trees):
+        self.weighers = tuple(weighers)
+        # {weigher name: {root: normalised score}}, for explanations.
+        self.parts = {}
+        self.scores = {}
+        for weigher in self.weighers:
+            raw = {root: scorers.score(weigher.scorer, tree)
+                   for root, tree in trees.items()}
+            normal = normalize(raw)
+            self.parts[weigher.name] = normal
+            for root, value in normal.items():
+                self.scores[root] = (self.scores.get(root, 0.0)
+                                     + weigher.weight * value)
+
+    def order(self, anchors):
+        """``anchors`` (Placement's order) best first, ties kept."""
+        if not self.scores:
+            return list(anchors)
+        scores = self.scores
+        return sorted(anchors, key=lambda root: -scores.get(root, 0.0))
+
+
+def applicable(weighers, request):
+    """The weighers whose match takes ``request`` (a RequestSummary), in
+    name order: the key of a cached Ranking."""
+    return tuple(sorted((weigher for weigher in weighers
+                         if weigher.match.applies(request)),
+                        key=lambda weigher: weigher.name))
