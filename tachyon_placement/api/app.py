@@ -30,15 +30,16 @@ def make_mapper(declarations):
 
 
 class PlacementApp:
-    """Dispatch a request to its handler through the route table."""
+    """Dispatch a request to its handler through a route table."""
 
-    def __init__(self, conf, store):
+    def __init__(self, conf, store, routes=route_table.ROUTES,
+                 write_lanes=None):
         self.conf = conf
         self.store = store
         # Allocation writers of this process on the same providers take
         # turns instead of racing (see domain.conflicts).
-        self.write_lanes = conflicts.WriteLanes()
-        self.mapper = make_mapper(route_table.ROUTES)
+        self.write_lanes = write_lanes or conflicts.WriteLanes()
+        self.mapper = make_mapper(routes)
 
     def __call__(self, environ, start_response):
         environ[wsgi.ENV_APP] = self
@@ -76,6 +77,20 @@ class PlacementApp:
                 raise wsgi.to_webob(exc, environ)
             response = wsgi.to_webob(exc, environ)
         return response(environ, start_response)
+
+
+class NamespaceDispatch:
+    """Tachyon's own routes (under /tachyon) to their application, every
+    other URL to Placement's: each has its own version negotiation."""
+
+    def __init__(self, placement, tachyon):
+        self.placement = placement
+        self.tachyon = tachyon
+
+    def __call__(self, environ, start_response):
+        if microversion.is_tachyon_path(environ.get('PATH_INFO', '')):
+            return self.tachyon(environ, start_response)
+        return self.placement(environ, start_response)
 
 
 class RequestLog(request_id.RequestId):
@@ -138,10 +153,17 @@ class FaultWrapper:
 
 def build_stack(conf, store, enforcer):
     """Wrap the dispatcher in Placement's middleware, innermost first."""
-    application = PlacementApp(conf, store)
-    application = mp_middleware.MicroversionMiddleware(
-        application, microversion.SERVICE_TYPE, microversion.VERSIONS,
-        json_error_formatter=wsgi.json_error_formatter)
+    placement = PlacementApp(conf, store)
+    tachyon = PlacementApp(conf, store, route_table.TACHYON_ROUTES,
+                           write_lanes=placement.write_lanes)
+    application = NamespaceDispatch(
+        mp_middleware.MicroversionMiddleware(
+            placement, microversion.SERVICE_TYPE, microversion.VERSIONS,
+            json_error_formatter=wsgi.json_error_formatter),
+        mp_middleware.MicroversionMiddleware(
+            tachyon, microversion.TACHYON_SERVICE_TYPE,
+            microversion.TACHYON_VERSIONS,
+            json_error_formatter=wsgi.json_error_formatter))
     if conf.api.auth_strategy == 'noauth2':
         auth_middleware = auth.NoAuthMiddleware
     else:

@@ -13,6 +13,18 @@ VERSIONS = ['1.%d' % minor for minor in range(0, 40)]
 MIN_VERSION = VERSIONS[0]
 MAX_VERSION = VERSIONS[-1]
 
+# Tachyon's own routes (under TACHYON_PREFIX) have a version of their own,
+# ``OpenStack-API-Version: tachyon 1.0``: they never claim a Placement
+# microversion, which Placement may give a meaning one day.
+TACHYON_PREFIX = '/tachyon'
+TACHYON_SERVICE_TYPE = 'tachyon'
+TACHYON_ENVIRON = '%s.microversion' % TACHYON_SERVICE_TYPE
+TACHYON_VERSIONS = ['1.0']
+
+
+def is_tachyon_path(path):
+    return path == TACHYON_PREFIX or path.startswith(TACHYON_PREFIX + '/')
+
 # feature name -> first microversion that has it
 FEATURES = {
     'aggregates': (1, 1),

@@ -13,6 +13,7 @@ from tachyon_placement.api.handlers import resource_provider
 from tachyon_placement.api.handlers import root
 from tachyon_placement.api.handlers import trait
 from tachyon_placement.api.handlers import usage
+from tachyon_placement.api.handlers import weigher
 
 ROUTES = {
     # '' as well as '/' so that a mount point works with or without slash.
@@ -86,5 +87,19 @@ ROUTES = {
         'GET': trait.list_provider_traits,
         'PUT': trait.set_provider_traits,
         'DELETE': trait.delete_provider_traits,
+    },
+}
+
+# Tachyon's own routes: their own version (microversion.TACHYON_VERSIONS)
+# and policy rules (tachyon:...), never a Placement microversion.
+TACHYON_ROUTES = {
+    '/tachyon': {'GET': weigher.home},
+    '/tachyon/weighers': {
+        'GET': weigher.list_weighers,
+    },
+    '/tachyon/weighers/{name}': {
+        'GET': weigher.get_weigher,
+        'PUT': weigher.put_weigher,
+        'DELETE': weigher.delete_weigher,
     },
 }

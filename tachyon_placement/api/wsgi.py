@@ -55,14 +55,20 @@ def json_error_formatter(body, status, title, environ):
     body = webob.exc.strip_tags(body)
     status_code = int(status.split(None, 1)[0])
     error = {'status': status_code, 'title': title, 'detail': body}
+    tachyon = microversion.is_tachyon_path(environ.get('PATH_INFO', ''))
     want_version = environ.get(microversion.MICROVERSION_ENVIRON)
-    if want_version and microversion.has(want_version, 'error_codes'):
+    if tachyon or (want_version
+                   and microversion.has(want_version, 'error_codes')):
         error['code'] = environ.get(ENV_ERROR_CODE, errors.DEFAULT)
     if request_id.ENV_REQUEST_ID in environ:
         error['request_id'] = environ[request_id.ENV_REQUEST_ID]
     # No microversion in the environ on a 406 means negotiation failed: tell
     # the client what we serve so it can pick (osc-placement reads this).
-    if (status_code == 406
+    if status_code == 406 and tachyon:
+        if microversion.TACHYON_ENVIRON not in environ:
+            error['max_version'] = microversion.TACHYON_VERSIONS[-1]
+            error['min_version'] = microversion.TACHYON_VERSIONS[0]
+    elif (status_code == 406
             and microversion.MICROVERSION_ENVIRON not in environ):
         error['max_version'] = microversion.MAX_VERSION
         error['min_version'] = microversion.MIN_VERSION
@@ -80,6 +86,10 @@ class Request(webob.Request):
 
     @property
     def version(self):
+        """The Placement microversion, or on Tachyon's own routes the
+        Tachyon API version."""
+        if microversion.TACHYON_ENVIRON in self.environ:
+            return self.environ[microversion.TACHYON_ENVIRON]
         return self.environ[microversion.MICROVERSION_ENVIRON]
 
     def has(self, feature):
@@ -182,15 +192,17 @@ def latest(timestamps):
     return max(present) if present else None
 
 
-def handler(min_version=None, max_version=None, accept=None, content=None):
+def handler(min_version=None, max_version=None, accept=None, content=None,
+            versions=microversion.VERSIONS):
     """Declare a handler's microversion range and media types.
 
     Outside the range the request gets 404 (as Placement does).  ``accept``
     gives 406 for an Accept header it cannot satisfy; ``content`` gives 415
-    for a body of another media type.
+    for a body of another media type.  ``versions``: the API's versions
+    (Placement's; microversion.TACHYON_VERSIONS on Tachyon's own routes).
     """
-    low = microversion.parse(min_version or microversion.MIN_VERSION)
-    high = microversion.parse(max_version or microversion.MAX_VERSION)
+    low = microversion.parse(min_version or versions[0])
+    high = microversion.parse(max_version or versions[-1])
 
     def decorator(func):
         @functools.wraps(func)

@@ -27,6 +27,7 @@ from tachyon_placement.domain import candidates as domain
 from tachyon_placement.domain import models
 from tachyon_placement.graph import snapshot as snapshot_module
 from tachyon_placement.graph.cypher import Statement
+from tachyon_placement.weighing import ranking
 
 SHARING = Statement('cand_sharing', common="""
 MATCH (:Trait {name: $sharing})<-[:HAS_TRAIT]-(rp:ResourceProvider)
@@ -166,6 +167,11 @@ class CandidateStore:
                 for row in self.engine.read(PROVIDERS,
                                             uuids=sorted(set(uuids)))}
 
+    def weighed(self, anchors, request):
+        """As WorldReader.weighed: weighers score the trees of the
+        process's copy of the graph."""
+        return WorldReader(self.worlds.current()).weighed(anchors, request)
+
     def order_roots(self, uuids):
         """The root providers among ``uuids``, oldest first."""
         if not uuids:
@@ -275,6 +281,18 @@ class WorldReader:
         records = self.world.records
         return {uuid: records[uuid].root_uuid for uuid in uuids
                 if uuid in records}
+
+    def weighed(self, anchors, request):
+        """``anchors`` in the order of the weighers that apply to
+        ``request`` (a weighing.model.RequestSummary); unchanged when
+        none does."""
+        world = self.world
+        if not world.weighers:
+            return anchors
+        weighers = ranking.applicable(world.weighers, request)
+        if not weighers:
+            return anchors
+        return world.ranking(weighers).order(anchors)
 
     def order_roots(self, uuids):
         world = self.world

@@ -24,6 +24,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.reshaper',
     'tachyon_placement.graph.versioning',
     'tachyon_placement.graph.snapshot',
+    'tachyon_placement.graph.weighers',
 )
 
 

@@ -22,6 +22,7 @@ KEYS = (
     ('Meta', 'key', True),
     ('ResourceProvider', 'stamp', False),
     ('Tombstone', 'stamp', False),
+    ('Weigher', 'name', True),
 )
 
 NAME_KEY_OPEN = '<'

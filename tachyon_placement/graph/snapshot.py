@@ -18,6 +18,7 @@ import threading
 from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.graph.cypher import Statement
+from tachyon_placement.weighing import ranking
 
 _PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
        rp.generation AS generation, rp.parent_uuid AS parent_uuid,
@@ -183,6 +184,11 @@ class World:
         self._root_uuids = None
         # {(rc, amount): roots of the trees with room} (see rc_roots)
         self._rc_roots = {}
+        # The weighers at this version (WorldCache sets them) and their
+        # rankings, built on first use per set of weighers.
+        self.weighers = ()
+        self.weighers_stamp = 0
+        self._rankings = {}
 
     def evolve(self, version, changed, deleted):
         """The World at ``version``: ``changed`` ({uuid: ProviderRecord})
@@ -278,6 +284,15 @@ class World:
             self._root_uuids = [record.provider.uuid for record in self.roots]
         return self._root_uuids
 
+    def ranking(self, weighers):
+        """The weighing.ranking.Ranking of every tree for ``weighers``
+        (a tuple of this World's weighers), made once per World."""
+        ranked = self._rankings.get(weighers)
+        if ranked is None:
+            ranked = self._rankings[weighers] = ranking.Ranking(
+                weighers, self.trees)
+        return ranked
+
     def rc_roots(self, rc, amount):
         """The roots of the trees where some provider has room for
         ``amount`` of ``rc`` (Placement's capacity test).
@@ -370,7 +385,7 @@ class WorldCache:
         self._lock = threading.Lock()
 
     def current(self):
-        version, full_reload = self._store.graph_version()
+        version, full_reload, weighers_stamp = self._store.graph_version()
         world = self._world
         if world is not None and world.version == version:
             return world
@@ -388,5 +403,12 @@ class WorldCache:
                 changed = _records(engine, _CHANGED, since=world.version)
                 world = world.evolve(version, changed, deleted)
                 settle(len(changed), len(world.records))
+            previous = self._world
+            if previous is None or weighers_stamp > previous.weighers_stamp:
+                world.weighers = tuple(self._store.list_weighers())
+                world.weighers_stamp = weighers_stamp
+            else:
+                world.weighers = previous.weighers
+                world.weighers_stamp = previous.weighers_stamp
             self._world = world
             return world

@@ -20,6 +20,7 @@ from tachyon_placement.graph import snapshot
 from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
+from tachyon_placement.graph import weighers
 
 # The graph key of FalkorDB when [graph] database is unset.
 FALKORDB_GRAPH = 'placement'
@@ -38,7 +39,8 @@ class Store(resource_classes.ResourceClassStore,
             allocations.UsageStore,
             candidates.CandidateStore,
             reshaper.ReshapeStore,
-            versioning.VersionStore):
+            versioning.VersionStore,
+            weighers.WeigherStore):
 
     def __init__(self, engine):
         self.engine = engine

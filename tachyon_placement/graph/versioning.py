@@ -39,7 +39,8 @@ STAMP_LISTED_FORMAT = STAMP_LISTED.replace('{', '{{').replace('}', '}}')
 VERSION = Statement('graph_version', common="""
 OPTIONAL MATCH (graph_version:Meta {key: 'graph'})
 RETURN coalesce(graph_version.version, 0) AS version,
-       coalesce(graph_version.full_reload, 0) AS full_reload
+       coalesce(graph_version.full_reload, 0) AS full_reload,
+       coalesce(graph_version.weighers, 0) AS weighers
 """)
 
 
@@ -47,6 +48,7 @@ class VersionStore:
     """Mixin of Store: the graph version."""
 
     def graph_version(self):
-        """(version, version of the last change that needs a full reload)."""
+        """(version, version of the last change that needs a full reload,
+        version of the last change to the weighers)."""
         row = self.engine.read(VERSION)[0]
-        return row['version'], row['full_reload']
+        return row['version'], row['full_reload'], row['weighers']

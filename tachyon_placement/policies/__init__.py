@@ -1,8 +1,9 @@
-"""Placement's policy rules, one module per API resource.
+"""Policy rules, one module per API resource: Placement's, then those of
+Tachyon's own routes (``tachyon:...``).
 
 ``list_rules()`` is the ``oslo.policy.policies`` entry point and what
-``tachyon_placement.policy.make_enforcer`` registers.  The order matches
-Placement's so generated sample files line up.
+``tachyon_placement.policy.make_enforcer`` registers.  Placement's come
+first, in Placement's order, so generated sample files line up.
 """
 from tachyon_placement.policies import aggregate
 from tachyon_placement.policies import allocation
@@ -14,6 +15,7 @@ from tachyon_placement.policies import resource_class
 from tachyon_placement.policies import resource_provider
 from tachyon_placement.policies import trait
 from tachyon_placement.policies import usage
+from tachyon_placement.policies import weigher
 
 _MODULES = (
     base,
@@ -29,6 +31,18 @@ _MODULES = (
 )
 
 
+# Tachyon's own routes.
+_TACHYON_MODULES = (
+    weigher,
+)
+
+
+def placement_rules():
+    """Placement's rules: names, defaults and order as Placement's."""
+    return [rule for module in _MODULES for rule in module.list_rules()]
+
+
 def list_rules():
     """Every RuleDefault/DocumentedRuleDefault, in registration order."""
-    return [rule for module in _MODULES for rule in module.list_rules()]
+    return placement_rules() + [rule for module in _TACHYON_MODULES
+                                for rule in module.list_rules()]

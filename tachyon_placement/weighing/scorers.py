@@ -37,7 +37,7 @@ def traits(spec, tree):
 
 def aggregates(spec, tree):
     """Preferred aggregates the root is a member of less avoided ones."""
-    root = tree[0]
+    root = next(record for record in tree if record.parent_uuid is None)
     return _preference(spec.get('prefer', ()), spec.get('avoid', ()),
                        set(root.aggregates))
 

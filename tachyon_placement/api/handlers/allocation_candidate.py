@@ -14,6 +14,7 @@ from tachyon_placement.policies import allocation_candidate as policies
 from tachyon_placement.schemas import allocation_candidate as schema
 from tachyon_placement.schemas import by_version
 from tachyon_placement.schemas import common
+from tachyon_placement.weighing import model as weighing_model
 
 _PREFIXES = '|'.join(('resources', 'required', 'member_of', 'in_tree'))
 _GROUP_KEY = re.compile(r'^(%s)(%s)?$' % (_PREFIXES, common.GROUP_PAT))
@@ -221,11 +222,31 @@ def find(req, groups, wide):
     roots = domain.candidate_roots(probes, rows) if viable else None
     if not roots:
         return domain.empty()
-    # Visit the roots oldest first.
+    # Visit the roots oldest first (Placement's order), or best first
+    # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
+    anchors = reader.weighed(reader.order_roots(roots),
+                             _summary(groups, wide))
     return domain.find_candidates(
         snapshot, groups, wide, _settings(req), in_tree_roots=in_tree_roots,
-        anchors=reader.order_roots(roots), load=load)
+        anchors=anchors, load=load)
+
+
+def _summary(groups, wide):
+    """What a weigher's match looks at in this request."""
+    required = set(wide.root_required)
+    member_of = set()
+    for group in groups:
+        required.update(next(iter(any_of))
+                        for any_of in group.required_traits
+                        if len(any_of) == 1)
+        for any_of in group.member_of:
+            member_of.update(any_of)
+    return weighing_model.RequestSummary(
+        resource_classes=frozenset(rc for group in groups
+                                   for rc in group.resources),
+        required_traits=frozenset(required),
+        member_of=frozenset(member_of), groups=len(groups))
 
 
 def _render_requests(req, requests):

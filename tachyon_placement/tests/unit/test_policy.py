@@ -104,7 +104,7 @@ def _signature(rule):
 def test_rules_match_upstream():
     upstream_policies = pytest.importorskip('placement.policies')
     theirs = [_signature(r) for r in upstream_policies.list_rules()]
-    ours = [_signature(r) for r in policies.list_rules()]
+    ours = [_signature(r) for r in policies.placement_rules()]
     assert [s['name'] for s in ours] == [s['name'] for s in theirs]
     for mine, upstream in zip(ours, theirs):
         assert mine == upstream, mine['name']
@@ -113,10 +113,13 @@ def test_rules_match_upstream():
 def test_rule_names_unique_and_types():
     rules = policies.list_rules()
     names = [r.name for r in rules]
-    assert len(names) == len(set(names)) == 38
+    assert len(names) == len(set(names)) == 38 + 4
+    # Placement's first, then Tachyon's own.
+    assert all(name.startswith('tachyon:') for name in names[38:])
+    assert not any(name.startswith('tachyon:') for name in names[:38])
     for rule in rules:
         assert isinstance(rule, oslo_policy.RuleDefault)
-        if rule.name.startswith('placement:'):
+        if rule.name.startswith(('placement:', 'tachyon:')):
             assert isinstance(rule, oslo_policy.DocumentedRuleDefault)
             assert rule.scope_types == ['project']
 
@@ -152,7 +155,7 @@ def test_well_known_constants():
 def test_list_rules_returns_fresh_list():
     first = policies.list_rules()
     first.clear()
-    assert len(policies.list_rules()) == 38
+    assert len(policies.list_rules()) == 38 + 4
 
 
 # ------------------------------------------------------- secure RBAC mode

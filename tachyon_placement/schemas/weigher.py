@@ -1,0 +1,55 @@
+"""JSON schemas of Tachyon's /tachyon/weighers (API version 1.0)."""
+
+NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
+
+_CLASS = {'type': 'string', 'pattern': '^[A-Z0-9_]{1,255}$'}
+_NAMES = {'type': 'array', 'uniqueItems': True, 'maxItems': 64,
+          'items': {'type': 'string', 'pattern': '^[A-Z0-9_]{1,255}$'}}
+_UUIDS = {'type': 'array', 'uniqueItems': True, 'maxItems': 64,
+          'items': {'type': 'string', 'format': 'uuid'}}
+
+
+def _scorer(kind, properties, required=()):
+    return {
+        'type': 'object',
+        'properties': dict(properties, type={'const': kind}),
+        'required': ['type'] + list(required),
+        'additionalProperties': False,
+    }
+
+
+SCORER = {'oneOf': [
+    _scorer('usage', {'resource_class': _CLASS,
+                      'mode': {'enum': ['pack', 'spread']}},
+            required=['resource_class']),
+    _scorer('traits', {'prefer': _NAMES, 'avoid': _NAMES}),
+    _scorer('aggregates', {'prefer': _UUIDS, 'avoid': _UUIDS}),
+]}
+
+MATCH = {
+    'type': 'object',
+    'properties': {
+        'resource_classes': _NAMES,
+        'required_traits': _NAMES,
+        'member_of': _UUIDS,
+        'min_groups': {'type': 'integer', 'minimum': 1, 'maximum': 1000},
+        'max_groups': {'type': 'integer', 'minimum': 1, 'maximum': 1000},
+    },
+    'additionalProperties': False,
+}
+
+PUT = {
+    'type': 'object',
+    'properties': {
+        # A multiplier, as Nova's weighers have; negative inverts.
+        'weight': {'type': 'number', 'minimum': -1000000,
+                   'maximum': 1000000},
+        'scorer': SCORER,
+        'match': MATCH,
+        # The weigher's generation when replacing it; null or absent when
+        # creating it.
+        'generation': {'type': ['integer', 'null'], 'minimum': 0},
+    },
+    'required': ['weight', 'scorer'],
+    'additionalProperties': False,
+}
