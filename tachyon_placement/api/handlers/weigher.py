@@ -32,7 +32,7 @@ def home(req):
 
 def _name(req):
     name = req.path_item('name')
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise errors.BadRequest(
             'Invalid weigher name %r: 1 to 64 letters, digits, "_", "." '
             'or "-".' % name)
