@@ -97,7 +97,7 @@ class ConflictRetries:
         keys = set(provider_uuids) | set(consumer_uuids)
         for _attempt in self:
             written = False
-            with self.lane(keys), store.locked_for_write() as section:
+            with self.lane(keys), store.locked_for_write(keys) as section:
                 written = attempt()
             # A section the engine rolled back (a deadlock found at
             # commit) wrote nothing.

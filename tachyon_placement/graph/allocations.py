@@ -210,11 +210,12 @@ class AllocationStore:
             for data in row['providers']}
         return consumers, providers
 
-    def locked_for_write(self):
+    def locked_for_write(self, keys):
         """The section in which one attempt of an allocation or reshape
-        write reads (write_states takes the locks), checks and writes
-        (engine.exclusive)."""
-        return self.engine.exclusive()
+        write reads (on Neo4j write_states takes the locks), checks and
+        writes (engine.exclusive); ``keys``: the uuids of the providers
+        and consumers asked for."""
+        return self.engine.exclusive(keys)
 
     def write_allocations(self, plan):
         """Apply a WritePlan; False when a guard failed (state changed)."""

@@ -36,11 +36,13 @@ class Engine:
     def ensure_schema(self):
         raise NotImplementedError
 
-    def exclusive(self):
+    def exclusive(self, keys=()):
         """A context in which this thread's statements form one
         transaction, so that what its first statement read and locked
         (Neo4j: by setting a property of each node, in a fixed order) no
-        other writer can change before it commits.  It gives a
+        other writer can change before it commits; or (FalkorDB) in which
+        it holds write locks on ``keys`` (the uuids of the providers and
+        consumers it touches) that other processes wait for.  It gives a
         ``Section``: when a guarded write found a changed generation or
         the engine gave up on a lock (a deadlock, which Neo4j may report
         as late as the commit), the context ends silently, rolled back,

@@ -2,14 +2,42 @@
 
 FalkorDB runs each write query atomically and one at a time, so a single
 statement that checks generations and writes is a safe optimistic update.
+
+Allocation and reshape attempts of API processes sharing one server (the
+workers of a WSGI server, or several hosts) read, check and write in
+several queries, and lose the race to each other when they touch the same
+providers.  ``exclusive`` makes them take turns instead, as Neo4j's row
+locks do: it holds a lock per stripe of the providers and consumers an
+attempt touches, kept in the same server (``SET NX`` with an expiry, so a
+killed holder cannot block anyone for long).  The locks only save
+retries: the guarded write still refuses changed generations, and an
+attempt that cannot get its locks in time goes on without them.
 """
+import contextlib
+import random
 import threading
+import time
+import uuid
+import zlib
 
 import falkordb
 import redis.exceptions
 
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import schema
+
+# Stripes of the write locks (a fixed number bounds the keys), how long a
+# lock lives if its holder dies, how long an attempt waits for its locks.
+LOCK_STRIPES = 512
+LOCK_TTL_MS = 5000
+LOCK_WAIT = 2.0
+# Deletes a lock only if it still holds this holder's token.
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+"""
 
 
 class FalkorDBEngine(engine.Engine):
@@ -27,6 +55,8 @@ class FalkorDBEngine(engine.Engine):
                                          port=port or 6379,
                                          password=password)
         self._graph = self._db.select_graph(graph_name)
+        self._lock_prefix = 'tachyon:write-lock:%s:' % graph_name
+        self._release = self._db.connection.register_script(_RELEASE)
         self._revive = revive
         self._closed = False
         self._lock = threading.Lock()
@@ -65,6 +95,34 @@ class FalkorDBEngine(engine.Engine):
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
         columns = [column[1] for column in result.header]
         return [dict(zip(columns, row)) for row in result.result_set]
+
+    @contextlib.contextmanager
+    def exclusive(self, keys=()):
+        redis_client = self._db.connection
+        names = sorted({'%s%d' % (self._lock_prefix,
+                                  zlib.crc32(key.encode()) % LOCK_STRIPES)
+                        for key in keys})
+        token = uuid.uuid4().hex
+        held = []
+        deadline = time.monotonic() + LOCK_WAIT
+        try:
+            pause = 0.0005
+            for name in names:
+                while not redis_client.set(name, token, nx=True,
+                                           px=LOCK_TTL_MS):
+                    if time.monotonic() > deadline:
+                        break  # go on unlocked: the guards still hold
+                    time.sleep(pause * (0.5 + random.random()))
+                    pause = min(pause * 2, 0.008)
+                else:
+                    held.append(name)
+            yield engine.Section()
+        except redis.exceptions.RedisError as exc:
+            raise engine.GraphError('write lock: %s' % exc) from exc
+        finally:
+            for name in reversed(held):
+                with contextlib.suppress(redis.exceptions.RedisError):
+                    self._release(keys=[name], args=[token])
 
     def read(self, statement, **params):
         return self._run(statement, params, read_only=True)

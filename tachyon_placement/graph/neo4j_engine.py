@@ -160,7 +160,8 @@ class Neo4jEngine(engine.Engine):
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
 
     @contextlib.contextmanager
-    def exclusive(self):
+    def exclusive(self, keys=()):
+        # ``keys`` unused: the section's first statement locks the nodes.
         if getattr(self._local, 'section', None) is not None:
             yield engine.Section()  # already inside one: it decides
             return

@@ -112,8 +112,8 @@ class FakeStore:
         self.rolled_back = False
 
     @contextlib.contextmanager
-    def locked_for_write(self):
-        self.sections.append([])
+    def locked_for_write(self, keys):
+        self.sections.append([sorted(keys)])
         yield types.SimpleNamespace(rolled_back=self.rolled_back)
         self.sections[-1].append('closed')
 
@@ -149,7 +149,7 @@ def test_apply_retries_generation_conflicts_then_gives_up():
     # Every attempt reads (the read takes the locks of the requested
     # providers and the consumers), checks and writes in a section of its
     # own.
-    assert store.sections == [[(['rp'], ['c']), 'closed']] * 3
+    assert store.sections == [[['c', 'rp'], (['rp'], ['c']), 'closed']] * 3
     with pytest.raises(errors.ConcurrentUpdate):
         domain.apply(FakeStore(conflicts=5),
                      [request('c', {'rp': {'VCPU': 1}})], retries(3))
