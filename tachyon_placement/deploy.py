@@ -6,6 +6,7 @@ from oslo_log import log as logging
 
 from tachyon_placement.api import app
 from tachyon_placement.graph import store as graph_store
+from tachyon_placement.telemetry import collector as telemetry_collector
 from tachyon_placement import policy
 
 LOG = logging.getLogger(__name__)
@@ -18,13 +19,17 @@ def loadapp(conf, store=None):
     is configured) and syncs standard classes and traits, unless a store is
     passed in.
     """
+    collector = None
     if store is None:
         store = graph_store.open_store(conf)
         warm_up(store)
+        # One per process; the lease makes one of them collect.
+        collector = telemetry_collector.start_collector(conf, store)
     enforcer = policy.make_enforcer(conf)
     application = app.build_stack(conf, store, enforcer)
     application.store = store
     application.enforcer = enforcer
+    application.collector = collector
     # What start-up loaded (modules, the provider graph) lives as long as
     # the process: keep full collections from walking it again and again
     # (on a large cloud they paused requests for tens of milliseconds).

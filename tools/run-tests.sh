@@ -7,7 +7,8 @@
 # It creates .venv in the repository if missing, installs the Python
 # requirements and the project (editable) into it, makes sure Node.js and
 # npm exist (from Debian's packages, as root) and installs the Cypher lint's
-# npm packages in tools/cypher-lint, then runs pytest on tachyon_placement/tests
+# npm packages in tools/cypher-lint, installs Debian's prometheus for the
+# telemetry tests if missing, then runs pytest on tachyon_placement/tests
 # (or on the paths given) and exits with pytest's status; "no tests
 # collected" (pytest's 5) is turned into a failure.
 #
@@ -134,6 +135,13 @@ if [ "$(cat "$NODE_STAMP_FILE" 2>/dev/null)" != "$node_stamp" ]; then
     (cd "$LINT_DIR" && npm "$npm_cmd" --no-audit --no-fund --loglevel=error) \
         || die "npm $npm_cmd failed in $LINT_DIR"
     echo "$node_stamp" > "$NODE_STAMP_FILE"
+fi
+
+# --- Prometheus: the telemetry tests scrape a real one ----------------------
+
+if ! command -v prometheus >/dev/null 2>&1; then
+    log "Prometheus is needed for the telemetry tests"
+    apt_install prometheus
 fi
 
 # --- pytest, once per engine ------------------------------------------------

@@ -7,10 +7,12 @@ from tachyon_placement.api.handlers import aggregate
 from tachyon_placement.api.handlers import allocation
 from tachyon_placement.api.handlers import allocation_candidate
 from tachyon_placement.api.handlers import inventory
+from tachyon_placement.api.handlers import metric
 from tachyon_placement.api.handlers import reshaper
 from tachyon_placement.api.handlers import resource_class
 from tachyon_placement.api.handlers import resource_provider
 from tachyon_placement.api.handlers import root
+from tachyon_placement.api.handlers import tachyon
 from tachyon_placement.api.handlers import trait
 from tachyon_placement.api.handlers import usage
 from tachyon_placement.api.handlers import weigher
@@ -93,7 +95,7 @@ ROUTES = {
 # Tachyon's own routes: their own version (microversion.TACHYON_VERSIONS)
 # and policy rules (tachyon:...), never a Placement microversion.
 TACHYON_ROUTES = {
-    '/tachyon': {'GET': weigher.home},
+    '/tachyon': {'GET': tachyon.home},
     '/tachyon/weighers': {
         'GET': weigher.list_weighers,
     },
@@ -101,5 +103,13 @@ TACHYON_ROUTES = {
         'GET': weigher.get_weigher,
         'PUT': weigher.put_weigher,
         'DELETE': weigher.delete_weigher,
+    },
+    '/tachyon/metrics': {
+        'GET': metric.list_metrics,
+    },
+    '/tachyon/metrics/{name}': {
+        'GET': metric.get_metric,
+        'PUT': metric.put_metric,
+        'DELETE': metric.delete_metric,
     },
 }

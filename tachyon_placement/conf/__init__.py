@@ -13,12 +13,14 @@ from oslo_policy import opts as policy_opts
 from tachyon_placement.conf import api
 from tachyon_placement.conf import graph
 from tachyon_placement.conf import placement
+from tachyon_placement.conf import telemetry
 
 
 def register_opts(conf):
     api.register_opts(conf)
     graph.register_opts(conf)
     placement.register_opts(conf)
+    telemetry.register_opts(conf)
     logging.register_options(conf)
     policy_opts.set_defaults(conf)
     conf.register_opts(cors.CORS_OPTS, 'cors')

@@ -21,6 +21,7 @@ string per inventory: decoding many small values costs far more than the
 queries themselves.  The search is ``domain.candidates``.
 """
 import threading
+import time
 import weakref
 
 from tachyon_placement.domain import candidates as domain
@@ -167,10 +168,11 @@ class CandidateStore:
                 for row in self.engine.read(PROVIDERS,
                                             uuids=sorted(set(uuids)))}
 
-    def weighed(self, anchors, request):
+    def weighed(self, anchors, request, staleness_limit):
         """As WorldReader.weighed: weighers score the trees of the
         process's copy of the graph."""
-        return WorldReader(self.worlds.current()).weighed(anchors, request)
+        return WorldReader(self.worlds.current()).weighed(
+            anchors, request, staleness_limit)
 
     def order_roots(self, uuids):
         """The root providers among ``uuids``, oldest first."""
@@ -282,17 +284,19 @@ class WorldReader:
         return {uuid: records[uuid].root_uuid for uuid in uuids
                 if uuid in records}
 
-    def weighed(self, anchors, request):
+    def weighed(self, anchors, request, staleness_limit):
         """``anchors`` in the order of the weighers that apply to
-        ``request`` (a weighing.model.RequestSummary); unchanged when
-        none does."""
+        ``request`` (a weighing.model.RequestSummary), with the metric
+        values at most ``staleness_limit`` seconds old; unchanged when no
+        weigher applies."""
         world = self.world
         if not world.weighers:
             return anchors
         weighers = ranking.applicable(world.weighers, request)
         if not weighers:
             return anchors
-        return world.ranking(weighers).order(anchors)
+        return world.ranking(weighers, int(time.time() * 1000),
+                             staleness_limit * 1000).order(anchors)
 
     def order_roots(self, uuids):
         world = self.world

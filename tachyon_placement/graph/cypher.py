@@ -24,7 +24,9 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.reshaper',
     'tachyon_placement.graph.versioning',
     'tachyon_placement.graph.snapshot',
+    'tachyon_placement.graph.definitions',
     'tachyon_placement.graph.weighers',
+    'tachyon_placement.graph.telemetry',
 )
 
 

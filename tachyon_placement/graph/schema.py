@@ -23,6 +23,8 @@ KEYS = (
     ('ResourceProvider', 'stamp', False),
     ('Tombstone', 'stamp', False),
     ('Weigher', 'name', True),
+    ('Metric', 'name', True),
+    ('MetricValues', 'name', True),
 )
 
 NAME_KEY_OPEN = '<'

@@ -75,6 +75,9 @@ RETURN gone.uuid AS uuid
 _EMPTY = frozenset()
 # Fewest providers made between two gc.freeze() (see settle()).
 _FREEZE_AFTER = 500
+# Rankings a World keeps (weigher sets x telemetry versions) before it
+# forgets them all.
+_RANKINGS_KEPT = 16
 # Distinct (resource class, amount) pairs whose roots a World remembers.
 _RC_ROOTS_KEPT = 32
 
@@ -169,6 +172,23 @@ def _patched_index(index, keys_of, gone, added):
     return index
 
 
+class TelemetryView:
+    """The metric values stored at one telemetry version:
+    {metric: (collected_at ms, {provider uuid: value})}."""
+
+    def __init__(self, version, values):
+        self.version = version
+        self.values = values
+
+    def fresh(self, now_ms, staleness_ms):
+        """{metric: {provider uuid: value}} of the metrics collected less
+        than ``staleness_ms`` before ``now_ms``."""
+        return {name: values
+                for name, (collected_at, values) in self.values.items()
+                if collected_at is not None
+                and now_ms - collected_at <= staleness_ms}
+
+
 class World:
     """An immutable, indexed copy of every provider at one graph version."""
 
@@ -188,6 +208,9 @@ class World:
         # rankings, built on first use per set of weighers.
         self.weighers = ()
         self.weighers_stamp = 0
+        # The metric values (WorldCache replaces the view when the
+        # collector stored new ones, whether or not the graph moved).
+        self.telemetry = TelemetryView(0, {})
         self._rankings = {}
 
     def evolve(self, version, changed, deleted):
@@ -284,13 +307,20 @@ class World:
             self._root_uuids = [record.provider.uuid for record in self.roots]
         return self._root_uuids
 
-    def ranking(self, weighers):
+    def ranking(self, weighers, now_ms, staleness_ms):
         """The weighing.ranking.Ranking of every tree for ``weighers``
-        (a tuple of this World's weighers), made once per World."""
-        ranked = self._rankings.get(weighers)
+        (a tuple of this World's weighers) with the metric values
+        collected less than ``staleness_ms`` before ``now_ms``; made once
+        per World, weigher set and telemetry version."""
+        telemetry = self.telemetry
+        signals = telemetry.fresh(now_ms, staleness_ms)
+        key = (weighers, telemetry.version, frozenset(signals))
+        ranked = self._rankings.get(key)
         if ranked is None:
-            ranked = self._rankings[weighers] = ranking.Ranking(
-                weighers, self.trees)
+            if len(self._rankings) >= _RANKINGS_KEPT:
+                self._rankings.clear()
+            ranked = self._rankings[key] = ranking.Ranking(
+                weighers, self.trees, signals)
         return ranked
 
     def rc_roots(self, rc, amount):
@@ -385,13 +415,16 @@ class WorldCache:
         self._lock = threading.Lock()
 
     def current(self):
-        version, full_reload, weighers_stamp = self._store.graph_version()
+        (version, full_reload, weighers_stamp,
+         telemetry_version) = self._store.graph_version()
         world = self._world
-        if world is not None and world.version == version:
+        if (world is not None and world.version == version
+                and world.telemetry.version == telemetry_version):
             return world
         with self._lock:
             world = self._world
             if world is not None and world.version >= version:
+                self._see_telemetry(world, telemetry_version)
                 return world
             engine = self._store.engine
             if world is None or full_reload > world.version:
@@ -410,5 +443,15 @@ class WorldCache:
             else:
                 world.weighers = previous.weighers
                 world.weighers_stamp = previous.weighers_stamp
+            if previous is not None:
+                world.telemetry = previous.telemetry
+            self._see_telemetry(world, telemetry_version)
             self._world = world
             return world
+
+    def _see_telemetry(self, world, telemetry_version):
+        """Give ``world`` the metric values of ``telemetry_version`` (one
+        read when they changed)."""
+        if world.telemetry.version != telemetry_version:
+            world.telemetry = TelemetryView(
+                telemetry_version, self._store.metric_values())

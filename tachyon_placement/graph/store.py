@@ -13,10 +13,12 @@ import os_traits
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import candidates
+from tachyon_placement.graph import definitions
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import reshaper
 from tachyon_placement.graph import snapshot
+from tachyon_placement.graph import telemetry
 from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
@@ -40,7 +42,9 @@ class Store(resource_classes.ResourceClassStore,
             candidates.CandidateStore,
             reshaper.ReshapeStore,
             versioning.VersionStore,
-            weighers.WeigherStore):
+            definitions.DefinitionStore,
+            weighers.WeigherStore,
+            telemetry.TelemetryStore):
 
     def __init__(self, engine):
         self.engine = engine

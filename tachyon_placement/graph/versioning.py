@@ -38,9 +38,11 @@ STAMP_LISTED_FORMAT = STAMP_LISTED.replace('{', '{{').replace('}', '}}')
 
 VERSION = Statement('graph_version', common="""
 OPTIONAL MATCH (graph_version:Meta {key: 'graph'})
+OPTIONAL MATCH (telemetry:Meta {key: 'telemetry'})
 RETURN coalesce(graph_version.version, 0) AS version,
        coalesce(graph_version.full_reload, 0) AS full_reload,
-       coalesce(graph_version.weighers, 0) AS weighers
+       coalesce(graph_version.weighers, 0) AS weighers,
+       coalesce(telemetry.version, 0) AS telemetry
 """)
 
 
@@ -49,6 +51,8 @@ class VersionStore:
 
     def graph_version(self):
         """(version, version of the last change that needs a full reload,
-        version of the last change to the weighers)."""
+        version of the last change to the weighers, version of the metric
+        values (graph/telemetry.py))."""
         row = self.engine.read(VERSION)[0]
-        return row['version'], row['full_reload'], row['weighers']
+        return (row['version'], row['full_reload'], row['weighers'],
+                row['telemetry'])

@@ -10,6 +10,7 @@ from tachyon_placement.policies import allocation
 from tachyon_placement.policies import allocation_candidate
 from tachyon_placement.policies import base
 from tachyon_placement.policies import inventory
+from tachyon_placement.policies import metric
 from tachyon_placement.policies import reshaper
 from tachyon_placement.policies import resource_class
 from tachyon_placement.policies import resource_provider
@@ -34,6 +35,7 @@ _MODULES = (
 # Tachyon's own routes.
 _TACHYON_MODULES = (
     weigher,
+    metric,
 )
 
 

@@ -13,3 +13,7 @@ SQL_SP_FLOAT_MAX = 3.40282e+38
 
 UUID = {'type': 'string', 'format': 'uuid'}
 UUID_PATTERN = '^[0-9a-fA-F-]{36}$'
+
+
+# Names of Tachyon's own definitions (weighers, metrics).
+TACHYON_NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'

@@ -1,6 +1,5 @@
 """JSON schemas of Tachyon's /tachyon/weighers (API version 1.0)."""
-
-NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
+from tachyon_placement.schemas import common
 
 _CLASS = {'type': 'string', 'pattern': '^[A-Z0-9_]{1,255}$'}
 _NAMES = {'type': 'array', 'uniqueItems': True, 'maxItems': 64,
@@ -24,6 +23,10 @@ SCORER = {'oneOf': [
             required=['resource_class']),
     _scorer('traits', {'prefer': _NAMES, 'avoid': _NAMES}),
     _scorer('aggregates', {'prefer': _UUIDS, 'avoid': _UUIDS}),
+    _scorer('metric', {'metric': {'type': 'string',
+                                  'pattern': common.TACHYON_NAME_PATTERN},
+                       'higher_is_better': {'type': 'boolean'}},
+            required=['metric']),
 ]}
 
 MATCH = {

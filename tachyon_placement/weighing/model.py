@@ -5,7 +5,8 @@ import dataclasses
 USAGE = 'usage'            # resource_class, mode: pack | spread
 TRAITS = 'traits'          # prefer: [trait], avoid: [trait]
 AGGREGATES = 'aggregates'  # prefer: [aggregate uuid], avoid: [...]
-SCORER_TYPES = (USAGE, TRAITS, AGGREGATES)
+METRIC = 'metric'          # metric: name, higher_is_better: bool
+SCORER_TYPES = (USAGE, TRAITS, AGGREGATES, METRIC)
 PACK = 'pack'
 SPREAD = 'spread'
 

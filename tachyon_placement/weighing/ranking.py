@@ -29,16 +29,18 @@ def normalize(raw):
 
 
 class Ranking:
-    """The combined score of every root of ``trees`` ({root uuid: [records,
-    root first]}) for ``weighers``."""
+    """The combined score of every root of ``trees`` ({root uuid:
+    [records]}) for ``weighers``, with the fresh metric values
+    ``signals`` ({metric: {provider uuid: value}})."""
 
-    def __init__(self, weighers, trees):
+    def __init__(self, weighers, trees, signals=None):
+        signals = signals or {}
         self.weighers = tuple(weighers)
         # {weigher name: {root: normalised score}}, for explanations.
         self.parts = {}
         self.scores = {}
         for weigher in self.weighers:
-            raw = {root: scorers.score(weigher.scorer, tree)
+            raw = {root: scorers.score(weigher.scorer, tree, signals)
                    for root, tree in trees.items()}
             normal = normalize(raw)
             self.parts[weigher.name] = normal

@@ -1,14 +1,16 @@
 """Built-in scorers: the raw score of one candidate tree.
 
-A scorer looks at the providers of one tree (records with ``traits``,
-``aggregates``, ``inventories`` {class: Inventory with ``used``} and
-``parent_uuid``) and returns a number, higher is better, or None when the
-tree has nothing to score (it then ranks with the lowest, see ranking).
+A scorer looks at the providers of one tree (records with ``uuid``,
+``traits``, ``aggregates``, ``inventories`` {class: Inventory with
+``used``} and ``parent_uuid``) and the fresh metric values (``signals``:
+{metric: {provider uuid: value}}) and returns a number, higher is better,
+or None when the tree has nothing to score (it then ranks with the
+lowest, see ranking).
 """
 from tachyon_placement.weighing import model
 
 
-def usage(spec, tree):
+def usage(spec, tree, signals):
     """Share of ``resource_class`` in use over the tree's inventories of
     it: ``spread`` prefers the emptiest trees, ``pack`` the fullest."""
     used = capacity = 0.0
@@ -27,7 +29,7 @@ def _preference(prefer, avoid, present):
     return len(present.intersection(prefer)) - len(present.intersection(avoid))
 
 
-def traits(spec, tree):
+def traits(spec, tree, signals):
     """Preferred traits the tree has (on any provider) less avoided ones."""
     present = set()
     for record in tree:
@@ -35,19 +37,40 @@ def traits(spec, tree):
     return _preference(spec.get('prefer', ()), spec.get('avoid', ()), present)
 
 
-def aggregates(spec, tree):
+def aggregates(spec, tree, signals):
     """Preferred aggregates the root is a member of less avoided ones."""
-    root = next(record for record in tree if record.parent_uuid is None)
     return _preference(spec.get('prefer', ()), spec.get('avoid', ()),
-                       set(root.aggregates))
+                       set(_root(tree).aggregates))
+
+
+def metric(spec, tree, signals):
+    """The metric's value for the tree: its root's, else the mean of its
+    providers' (a metric mapped to NUMA nodes or devices); ``higher`` is
+    better or, by default, lower (a utilisation).  No fresh value: None."""
+    values = signals.get(spec['metric'])
+    if not values:
+        return None
+    value = values.get(_root(tree).uuid)
+    if value is None:
+        found = [values[record.uuid] for record in tree
+                 if record.uuid in values]
+        if not found:
+            return None
+        value = sum(found) / len(found)
+    return value if spec.get('higher_is_better', False) else -value
+
+
+def _root(tree):
+    return next(record for record in tree if record.parent_uuid is None)
 
 
 SCORERS = {
     model.USAGE: usage,
     model.TRAITS: traits,
     model.AGGREGATES: aggregates,
+    model.METRIC: metric,
 }
 
 
-def score(spec, tree):
-    return SCORERS[spec['type']](spec, tree)
+def score(spec, tree, signals):
+    return SCORERS[spec['type']](spec, tree, signals)

@@ -226,7 +226,8 @@ def find(req, groups, wide):
     # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
     anchors = reader.weighed(reader.order_roots(roots),
-                             _summary(groups, wide))
+                             _summary(groups, wide),
+                             req.conf.telemetry.staleness_limit)
     return domain.find_candidates(
         snapshot, groups, wide, _settings(req), in_tree_roots=in_tree_roots,
         anchors=anchors, load=load)

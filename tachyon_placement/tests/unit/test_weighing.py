@@ -43,24 +43,24 @@ def test_usage_spread_and_pack_count_the_whole_tree():
     spread = {'type': 'usage', 'resource_class': 'MEMORY_MB',
               'mode': 'spread'}
     pack = dict(spread, mode='pack')
-    assert scorers.score(spread, TREES['busy']) == pytest.approx(-0.9)
+    assert scorers.score(spread, TREES['busy'], {}) == pytest.approx(-0.9)
     # The NUMA child's memory counts, its reserved part does not.
-    assert scorers.score(spread, TREES['idle']) == 0.0
-    assert scorers.score(pack, TREES['half']) == pytest.approx(0.5)
+    assert scorers.score(spread, TREES['idle'], {}) == 0.0
+    assert scorers.score(pack, TREES['half'], {}) == pytest.approx(0.5)
     # No inventory of the class: nothing to score.
     assert scorers.score(dict(spread, resource_class='VGPU'),
-                         TREES['busy']) is None
+                         TREES['busy'], {}) is None
 
 
 def test_traits_and_aggregates_prefer_and_avoid():
     assert scorers.score({'type': 'traits', 'prefer': ['STORAGE_DISK_SSD'],
-                          'avoid': ['CUSTOM_SLOW']}, TREES['half']) == 1
+                          'avoid': ['CUSTOM_SLOW']}, TREES['half'], {}) == 1
     assert scorers.score({'type': 'traits', 'avoid': ['STORAGE_DISK_SSD']},
-                         TREES['half']) == -1
+                         TREES['half'], {}) == -1
     assert scorers.score({'type': 'aggregates', 'prefer': ['agg-fast']},
-                         TREES['idle']) == 1
+                         TREES['idle'], {}) == 1
     assert scorers.score({'type': 'aggregates', 'prefer': ['agg-fast']},
-                         TREES['busy']) == 0
+                         TREES['busy'], {}) == 0
 
 
 def test_normalize_like_nova():
@@ -138,3 +138,21 @@ def test_weighers_round_trip_their_documents_and_hash_by_content():
     assert hash(one) == hash(model.Weigher.from_document('w', document, 3))
     assert one != model.Weigher.from_document(
         'w', dict(document, scorer={'type': 'traits', 'prefer': ['B']}), 3)
+
+
+def test_metric_lower_is_better_by_default_and_numa_values_average():
+    cpu = {'type': 'metric', 'metric': 'cpu'}
+    signals = {'cpu': {'busy': 90.0, 'half': 50.0, 'idle-numa0': 10.0}}
+    assert scorers.score(cpu, TREES['busy'], signals) == -90.0
+    # No value for the root: its providers' values count.
+    assert scorers.score(cpu, TREES['idle'], signals) == -10.0
+    assert scorers.score(dict(cpu, higher_is_better=True), TREES['half'],
+                         signals) == 50.0
+    # No fresh values of the metric at all: nothing to score.
+    assert scorers.score(cpu, TREES['busy'], {}) is None
+    coolest = weigher('coolest', cpu)
+    assert ranking.Ranking([coolest], TREES, signals).order(
+        PLACEMENT_ORDER) == ['idle', 'half', 'busy']
+    # Stale (absent) values: Placement's order.
+    assert ranking.Ranking([coolest], TREES, {}).order(PLACEMENT_ORDER) == (
+        PLACEMENT_ORDER)

@@ -1,0 +1,50 @@
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+telemetry_group = cfg.OptGroup(
+    'telemetry', title='Telemetry for weighers',
+    help="Where metric weighers get their values: Prometheus, or Aetos "
+         "(OpenStack's Keystone-aware Prometheus proxy, which serves the "
+         "same /api/v1/query). With a Keystone auth_type in this section "
+         "Tachyon authenticates as a service user and sends its token; the "
+         "user needs the service (or admin) role to read host metrics "
+         "through Aetos. Unset url: no telemetry, metric weighers score "
+         "nothing.")
+
+telemetry_opts = [
+    cfg.URIOpt(
+        'url', schemes=('http', 'https'),
+        help="Base URL of Prometheus (http://prometheus:9090) or of Aetos "
+             "(its metric-storage endpoint, e.g. http://host/prometheus); "
+             "queries go to <url>/api/v1/query."),
+    cfg.IntOpt(
+        'refresh_interval', default=30, min=1,
+        help="Seconds between two collections of every metric. One API "
+             "process of the deployment collects at a time (a lease in the "
+             "graph); the others read what it stored."),
+    cfg.FloatOpt(
+        'query_timeout', default=5.0, min=0.1,
+        help="Seconds one query may take (sent to Prometheus as its query "
+             "timeout too)."),
+    cfg.IntOpt(
+        'staleness_limit', default=300, min=1,
+        help="Seconds after which a metric's last values stop counting: "
+             "its weighers then score nothing (Placement's order, unless "
+             "other weighers apply)."),
+    cfg.BoolOpt(
+        'verify', default=True,
+        help="Verify the TLS certificate of an https URL."),
+]
+
+
+def register_opts(conf):
+    conf.register_group(telemetry_group)
+    conf.register_opts(telemetry_opts, group=telemetry_group)
+    ks_loading.register_auth_conf_options(conf, telemetry_group.name)
+    ks_loading.register_session_conf_options(conf, telemetry_group.name)
+
+
+def list_opts():
+    return {telemetry_group.name: telemetry_opts
+            + ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()}

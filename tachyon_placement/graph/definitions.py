@@ -1,0 +1,121 @@
+"""Named definitions that operators manage through Tachyon's own API
+(weighers, metrics): ``(:<Label> {name, definition, generation,
+created_at, updated_at})``, the definition a JSON text.
+
+Every write bumps the graph version and records it on the Meta node under
+the kind's own key, so each API process reloads the definitions (one read)
+with its next copy of the graph.  A create refuses a taken name (Neo4j's
+unique constraint also stops a racing create), a replace a generation that
+moved on.
+"""
+import json
+
+from tachyon_placement.domain import errors
+from tachyon_placement.graph import cypher
+from tachyon_placement.graph import engine
+from tachyon_placement.graph import versioning
+from tachyon_placement.graph.cypher import Statement
+
+_COLUMNS = """d.name AS name, d.definition AS definition,
+       d.generation AS generation"""
+
+
+class Kind:
+    """The statements of one kind of definition."""
+
+    def __init__(self, label, kind, stamp_key):
+        """``label``: the node label; ``kind``: the statement name prefix
+        and the word in messages; ``stamp_key``: the Meta property that
+        records the graph version of the last write."""
+        self.kind = kind
+        stamp = """
+MATCH (stamped_meta:Meta {key: 'graph'})
+SET stamped_meta.%s = stamp
+""" % stamp_key
+        self.list = Statement('%s_list' % kind, common="""
+MATCH (d:%s)
+RETURN %s
+ORDER BY d.name
+""" % (label, _COLUMNS))
+        self.get = Statement('%s_get' % kind, common="""
+MATCH (d:%s {name: $name})
+RETURN %s
+""" % (label, _COLUMNS))
+        self.create = Statement('%s_create' % kind, common="""
+OPTIONAL MATCH (existing:%s {name: $name})
+WITH existing WHERE existing IS NULL
+%s
+%s
+CREATE (d:%s {name: $name, definition: $definition, generation: 0,
+              created_at: timestamp()})
+RETURN %s
+""" % (label, versioning.BUMP, stamp, label, _COLUMNS), guarded=True)
+
+        def replace_text(dialect):
+            return """
+MATCH (d:%s {name: $name})
+%s
+WITH d WHERE d.generation = $generation
+%s
+%s
+SET d.generation = d.generation + 1, d.updated_at = timestamp(),
+    d.definition = $definition
+RETURN %s
+""" % (label, cypher.write_lock('d', dialect), versioning.BUMP, stamp,
+                _COLUMNS)
+        self.replace = Statement('%s_replace' % kind,
+                                 neo4j=replace_text('neo4j'),
+                                 falkordb=replace_text('falkordb'),
+                                 guarded=True)
+        self.delete = Statement('%s_delete' % kind, common="""
+MATCH (d:%s {name: $name})
+%s
+%s
+DELETE d
+RETURN count(*) AS deleted
+""" % (label, versioning.BUMP, stamp))
+
+
+def _rows(rows):
+    return [(row['name'], json.loads(row['definition']), row['generation'])
+            for row in rows]
+
+
+class DefinitionStore:
+    """Mixin of Store: (name, definition dict, generation) of a Kind."""
+
+    def list_definitions(self, kind):
+        return _rows(self.engine.read(kind.list))
+
+    def get_definition(self, kind, name):
+        rows = self.engine.read(kind.get, name=name)
+        if not rows:
+            raise errors.NotFound('No %s named %s.' % (kind.kind, name))
+        return _rows(rows)[0]
+
+    def put_definition(self, kind, name, definition, generation):
+        """Create (``generation`` None) or replace (at ``generation``);
+        the stored (name, definition, generation).  ConcurrentUpdate when
+        the name is taken or the definition moved on (or is gone)."""
+        text = json.dumps(definition, sort_keys=True)
+        try:
+            if generation is None:
+                rows = self.engine.write(kind.create, name=name,
+                                         definition=text)
+            else:
+                rows = self.engine.write(kind.replace, name=name,
+                                         generation=generation,
+                                         definition=text)
+        except engine.ConstraintViolation:
+            rows = []  # another writer created it first
+        if not rows:
+            raise errors.ConcurrentUpdate(
+                'The %s %s was created or changed by another request: '
+                'read it again and retry with its generation.'
+                % (kind.kind, name))
+        return _rows(rows)[0]
+
+    def delete_definition(self, kind, name):
+        rows = self.engine.write(kind.delete, name=name)
+        if not (rows and rows[0]['deleted']):
+            raise errors.NotFound('No %s named %s.' % (kind.kind, name))

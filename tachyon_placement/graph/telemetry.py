@@ -1,0 +1,107 @@
+"""Metric definitions (graph/definitions.py, label Metric), the values the
+collector stored (``(:MetricValues {name, values, collected_at})``, the
+values a JSON text {provider uuid: number}, collected_at in ms since the
+epoch), and the collector's lease.
+
+Storing values does not move the graph version (the copies of the provider
+graph stay as they are): it bumps the Meta node ``telemetry``'s own
+counter, which the version read returns beside the graph version, so each
+process reloads the values (one read) when they changed.
+"""
+import json
+
+from tachyon_placement.graph import cypher
+from tachyon_placement.graph import definitions
+from tachyon_placement.graph import engine
+from tachyon_placement.graph.cypher import Statement
+from tachyon_placement.telemetry import metrics
+
+METRICS = definitions.Kind('Metric', 'metric', 'metrics')
+
+STORE_VALUES = Statement('telemetry_store_values', common="""
+MERGE (stored:MetricValues {name: $name})
+SET stored.values = $values, stored.collected_at = $collected_at
+WITH count(*) AS stored_count
+MERGE (counter:Meta {key: 'telemetry'})
+ON CREATE SET counter.version = 0
+SET counter.version = counter.version + 1
+RETURN counter.version AS version
+""")
+
+VALUES = Statement('telemetry_values', common="""
+MATCH (stored:MetricValues)
+RETURN stored.name AS name, stored.values AS values,
+       stored.collected_at AS collected_at
+""")
+
+DROP_VALUES = Statement('telemetry_drop_values', common="""
+MATCH (stored:MetricValues)
+WHERE NOT stored.name IN $kept
+DELETE stored
+RETURN count(*) AS dropped
+""")
+
+
+def _lease_text(dialect):
+    # The lease is the holder's while it renews it in time; anyone may
+    # take it once it expired (a collector that died).
+    return """
+MERGE (lease:Meta {key: 'telemetry_lease'})
+ON CREATE SET lease.holder = $holder, lease.until = 0
+WITH lease
+%s
+WITH lease, (lease.holder = $holder
+             OR coalesce(lease.until, 0) < timestamp()) AS mine
+SET lease.holder = CASE WHEN mine THEN $holder ELSE lease.holder END,
+    lease.until = CASE WHEN mine THEN timestamp() + $ttl_ms
+                  ELSE lease.until END
+RETURN mine
+""" % cypher.write_lock('lease', dialect)
+
+
+TAKE_LEASE = Statement('telemetry_take_lease', neo4j=_lease_text('neo4j'),
+                       falkordb=_lease_text('falkordb'))
+
+
+class TelemetryStore:
+    """Mixin of Store (with DefinitionStore): metrics and their values."""
+
+    def list_metrics(self):
+        return [metrics.Metric.from_document(name, definition, generation)
+                for name, definition, generation
+                in self.list_definitions(METRICS)]
+
+    def get_metric(self, name):
+        name, definition, generation = self.get_definition(METRICS, name)
+        return metrics.Metric.from_document(name, definition, generation)
+
+    def put_metric(self, metric, generation):
+        return metrics.Metric.from_document(*self.put_definition(
+            METRICS, metric.name, metric.stored(), generation))
+
+    def delete_metric(self, name):
+        self.delete_definition(METRICS, name)
+
+    def store_metric_values(self, name, values, collected_at_ms):
+        self.engine.write(STORE_VALUES, name=name,
+                          values=json.dumps(values),
+                          collected_at=collected_at_ms)
+
+    def drop_metric_values(self, kept):
+        """Forget the values of metrics no longer defined."""
+        self.engine.write(DROP_VALUES, kept=sorted(kept))
+
+    def metric_values(self):
+        """{metric name: (collected_at ms, {provider uuid: value})}."""
+        return {row['name']: (row['collected_at'], json.loads(row['values']))
+                for row in self.engine.read(VALUES)}
+
+    def take_telemetry_lease(self, holder, ttl_seconds):
+        """Whether ``holder`` holds (took or renewed) the collector's
+        lease for the next ``ttl_seconds``."""
+        try:
+            rows = self.engine.write(TAKE_LEASE, holder=holder,
+                                     ttl_ms=int(ttl_seconds * 1000))
+        except engine.ConstraintViolation:
+            return False  # another process created the lease first
+        return bool(rows and rows[0]['mine'])

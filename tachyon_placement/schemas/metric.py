@@ -1,0 +1,29 @@
+"""JSON schemas of Tachyon's /tachyon/metrics (API version 1.0)."""
+
+PUT = {
+    'type': 'object',
+    'properties': {
+        # An instant PromQL query (Aetos serves no range queries: use
+        # range functions inside it, e.g. avg_over_time(x[5m])).
+        'query': {'type': 'string', 'minLength': 1, 'maxLength': 4096},
+        # The series label that names the provider.
+        'label': {'type': 'string', 'pattern': '^[a-zA-Z_][a-zA-Z0-9_]*$',
+                  'maxLength': 255},
+        # root: the label is a compute host, a root provider's name;
+        # provider: the label is a provider uuid.
+        'target': {'enum': ['root', 'provider']},
+        'rewrite': {
+            'type': 'object',
+            'properties': {
+                'pattern': {'type': 'string', 'minLength': 1,
+                            'maxLength': 1024},
+                'replacement': {'type': 'string', 'maxLength': 1024},
+            },
+            'required': ['pattern'],
+            'additionalProperties': False,
+        },
+        'generation': {'type': ['integer', 'null'], 'minimum': 0},
+    },
+    'required': ['query'],
+    'additionalProperties': False,
+}

@@ -1,0 +1,146 @@
+"""The collector: queries every metric in the background and stores its
+values per provider, in one API process of the deployment at a time.
+
+Every API process runs a collector thread when ``[telemetry] url`` is
+set; each cycle it takes or renews a lease in the graph, and only the
+holder queries (a dead holder's lease runs out after two intervals and
+another process takes over).  Requests never wait on it: they read the
+values it stored last.  Prometheus or Aetos down, slow or answering
+garbage: that metric keeps its last values (which stop counting after the
+staleness limit), one warning is logged per outage and one line when it
+is over.
+"""
+import logging as std_logging
+import threading
+import time
+import uuid
+
+from keystoneauth1 import loading as ks_loading
+from oslo_log import log as logging
+import prometheus_api_client
+import requests
+from urllib3.util import retry as urllib3_retry
+
+LOG = logging.getLogger(__name__)
+
+# How many refresh intervals a lease lasts without being renewed.
+LEASE_INTERVALS = 2
+
+
+class PrometheusSource:
+    """Instant queries to Prometheus or Aetos (the same /api/v1/query),
+    with a Keystone token when ``[telemetry]`` has an auth_type."""
+
+    def __init__(self, conf):
+        opts = conf.telemetry
+        self.timeout = opts.query_timeout
+        self._session = None
+        auth = ks_loading.load_auth_from_conf_options(conf, 'telemetry')
+        if auth is not None:
+            self._session = ks_loading.load_session_from_conf_options(
+                conf, 'telemetry', auth=auth)
+        # No retries: a failed query waits for the next cycle, which
+        # keeps a cycle's length bounded by the timeout.
+        self._client = prometheus_api_client.PrometheusConnect(
+            url=opts.url.rstrip('/'), disable_ssl=not opts.verify,
+            retry=urllib3_retry.Retry(total=0), timeout=self.timeout)
+
+    def query(self, promql):
+        """The series of an instant query ([{'metric', 'value'}])."""
+        if self._session is not None:
+            self._client.headers = {'X-Auth-Token':
+                                    self._session.get_token()}
+        result = self._client.custom_query(
+            promql, params={'timeout': '%gs' % self.timeout})
+        if not (isinstance(result, list) and all(
+                isinstance(item, dict)
+                and isinstance(item.get('metric'), dict)
+                and isinstance(item.get('value'), list)
+                and len(item['value']) == 2 for item in result)):
+            raise ValueError('not an instant vector: %.200r' % (result,))
+        return result
+
+
+class Collector:
+    """One cycle: ``collect_once``; the thread: ``start``/``stop``."""
+
+    def __init__(self, store, source, interval, clock=time.time):
+        self.store = store
+        self.source = source
+        self.interval = interval
+        self.clock = clock
+        self.holder = uuid.uuid4().hex
+        self._failing = set()   # metrics in an outage (warned once)
+        self._stop = threading.Event()
+        self._thread = None
+
+    def collect_once(self):
+        """Collect every metric if this process holds the lease; how many
+        metrics it stored (None: another process collects)."""
+        if not self.store.take_telemetry_lease(
+                self.holder, self.interval * LEASE_INTERVALS):
+            return None
+        world = self.store.worlds.current()
+        roots_by_name = {record.provider.name: record.uuid
+                         for record in world.roots}
+        defined = self.store.list_metrics()
+        stored = 0
+        for metric in defined:
+            try:
+                series = self.source.query(metric.query)
+                values = metric.values(series, roots_by_name, world.records)
+            except (requests.RequestException, ValueError, KeyError,
+                    TypeError,
+                    prometheus_api_client.PrometheusApiClientException
+                    ) as exc:
+                if metric.name not in self._failing:
+                    self._failing.add(metric.name)
+                    LOG.warning('Telemetry: metric %s cannot be collected '
+                                '(%s); its last values count until they '
+                                'are older than the staleness limit',
+                                metric.name, exc)
+                continue
+            if metric.name in self._failing:
+                self._failing.discard(metric.name)
+                LOG.info('Telemetry: metric %s is collected again',
+                         metric.name)
+            self.store.store_metric_values(
+                metric.name, values, int(self.clock() * 1000))
+            stored += 1
+        self.store.drop_metric_values({metric.name for metric in defined})
+        return stored
+
+    def _run(self):
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.collect_once()
+            except Exception:  # noqa: BLE001 - the thread must live on
+                LOG.exception('Telemetry: collection failed')
+            self._stop.wait(max(0.0, self.interval
+                                - (time.monotonic() - started)))
+
+    def start(self):
+        # urllib3 logs every refused connection at WARNING: one line per
+        # outage is ours to write.
+        std_logging.getLogger('urllib3.connectionpool').setLevel(
+            std_logging.ERROR)
+        self._thread = threading.Thread(target=self._run,
+                                        name='telemetry-collector',
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+def start_collector(conf, store):
+    """The collector of this process, running, or None without
+    ``[telemetry] url``."""
+    if not conf.telemetry.url:
+        return None
+    return Collector(store, PrometheusSource(conf),
+                     conf.telemetry.refresh_interval).start()

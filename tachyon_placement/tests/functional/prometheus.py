@@ -1,0 +1,91 @@
+"""A real Prometheus (Debian's package, /usr/bin/prometheus) scraping an
+exporter the test controls (prometheus-client serving per-host gauges),
+for the telemetry tests."""
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+
+import prometheus_client
+import pytest
+
+from tachyon_placement.tests.functional import served
+
+SCRAPE_SECONDS = 1
+
+
+class Exporter:
+    """Per-host CPU utilisation, as node_exporter-based recording rules
+    give it: ``host_cpu_utilisation{instance="<host>:9100"}``."""
+
+    def __init__(self):
+        self.registry = prometheus_client.CollectorRegistry()
+        self.cpu = prometheus_client.Gauge(
+            'host_cpu_utilisation', 'CPU utilisation of a host, percent',
+            ['instance'], registry=self.registry)
+        self.port = served.free_port()
+        self.server, self.thread = prometheus_client.start_http_server(
+            self.port, addr='127.0.0.1', registry=self.registry)
+
+    def set_cpu(self, host, percent):
+        self.cpu.labels(instance='%s:9100' % host).set(percent)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Prometheus:
+    def __init__(self, workdir, exporter_port):
+        self.binary = shutil.which('prometheus')
+        if self.binary is None:
+            pytest.skip('no prometheus binary (Debian package prometheus; '
+                        'tools/run-tests.sh installs it)')
+        self.workdir = str(workdir)
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = served.free_port()
+        self.config = os.path.join(self.workdir, 'prometheus.yml')
+        with open(self.config, 'w') as out:
+            out.write(
+                'global:\n'
+                '  scrape_interval: %ds\n'
+                '  evaluation_interval: %ds\n'
+                'scrape_configs:\n'
+                '  - job_name: hosts\n'
+                # The exporter speaks for several hosts: keep its
+                # instance labels (as for a Pushgateway or federation).
+                '    honor_labels: true\n'
+                '    static_configs:\n'
+                "      - targets: ['127.0.0.1:%d']\n"
+                % (SCRAPE_SECONDS, SCRAPE_SECONDS, exporter_port))
+        self.process = None
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    def start(self, timeout=60):
+        log = open(os.path.join(self.workdir, 'prometheus.log'), 'ab')
+        self.process = subprocess.Popen(
+            [self.binary, '--config.file=%s' % self.config,
+             '--storage.tsdb.path=%s' % os.path.join(self.workdir, 'data'),
+             '--web.listen-address=127.0.0.1:%d' % self.port],
+            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError('prometheus exited')
+            try:
+                with urllib.request.urlopen(self.url + '/-/ready',
+                                            timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError('prometheus did not start')
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)

@@ -1,0 +1,212 @@
+"""Telemetry-weighted candidates against real components: Prometheus
+(Debian's package) scraping an exporter the test controls, a served
+Tachyon whose collector queries it in the background."""
+import http.server
+import os
+import threading
+import time
+
+import pytest
+
+from tachyon_placement.tests.functional import prometheus
+from tachyon_placement.tests.functional import served
+
+REFRESH = 2
+STALENESS = 6
+HOSTS = ('host-a', 'host-b', 'host-c')
+UUIDS = {'host-a': 'cccccccc-0000-4000-8000-00000000000a',
+         'host-b': 'cccccccc-0000-4000-8000-00000000000b',
+         'host-c': 'cccccccc-0000-4000-8000-00000000000c'}
+
+
+@pytest.fixture
+def exporter():
+    exported = prometheus.Exporter()
+    yield exported
+    exported.stop()
+
+
+@pytest.fixture
+def prom(tmp_path, exporter):
+    server = prometheus.Prometheus(tmp_path / 'prometheus', exporter.port)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(tmp_path, prom):
+    served_api = served.ServedPlacement(
+        tmp_path / 'api', extra_conf=(
+            '[telemetry]\nurl = %s\nrefresh_interval = %d\n'
+            'staleness_limit = %d\nquery_timeout = 2\n'
+            % (prom.url, REFRESH, STALENESS))).start()
+    yield served_api
+    served_api.stop()
+
+
+def _log(api):
+    with open(os.path.join(api.workdir, 'api.log'), encoding='utf-8',
+              errors='replace') as log:
+        return log.read()
+
+
+def _ok(result, expected=(200, 201, 204)):
+    status, body = result
+    assert status in expected, body
+    return body
+
+
+def _create_hosts(api):
+    for host in HOSTS:
+        _ok(api.request('POST', '/resource_providers',
+                        {'name': host, 'uuid': UUIDS[host]}))
+        _ok(api.request('PUT', '/resource_providers/%s/inventories'
+                        % UUIDS[host],
+                        {'resource_provider_generation': 0,
+                         'inventories': {'VCPU': {'total': 8}}}))
+
+
+def _order(api):
+    body = _ok(api.request('GET', '/allocation_candidates?resources=VCPU:1'))
+    by_uuid = {uuid: host for host, uuid in UUIDS.items()}
+    return [by_uuid[next(iter(item['allocations']))]
+            for item in body['allocation_requests']]
+
+
+def _tachyon(api, method, path, body=None):
+    return api.request(method, path, body, version='latest')
+
+
+def _wait_for_order(api, wanted, timeout):
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if _order(api) == wanted:
+            return time.monotonic() - start
+        time.sleep(0.1)
+    raise AssertionError('order still %s, not %s after %ss'
+                         % (_order(api), wanted, timeout))
+
+
+def test_exported_load_orders_candidates_and_an_outage_degrades(
+        api, prom, exporter):
+    _create_hosts(api)
+    for host, cpu in (('host-a', 90), ('host-b', 50), ('host-c', 10)):
+        exporter.set_cpu(host, cpu)
+    # No weigher: Placement's order (creation).
+    assert _order(api) == ['host-a', 'host-b', 'host-c']
+    # node_exporter-style instance="host:9100", rewritten to the host name.
+    _ok(api.request('PUT', '/tachyon/metrics/cpu', {
+        'query': 'host_cpu_utilisation', 'label': 'instance',
+        'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''}}))
+    _ok(api.request('PUT', '/tachyon/weighers/coolest', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
+    _wait_for_order(api, ['host-c', 'host-b', 'host-a'], 30)
+
+    # The load moves: the order follows within a refresh interval of
+    # Prometheus having scraped it.
+    exporter.set_cpu('host-a', 5)
+    exporter.set_cpu('host-c', 95)
+    took = _wait_for_order(api, ['host-a', 'host-b', 'host-c'],
+                           REFRESH + prometheus.SCRAPE_SECONDS + 5)
+    print('\norder followed the exported load in %.1f s (refresh %d s, '
+          'scrape %d s)' % (took, REFRESH, prometheus.SCRAPE_SECONDS))
+    assert took <= REFRESH + prometheus.SCRAPE_SECONDS + 1.5
+
+    # Prometheus goes away: candidates still answer; the last values
+    # count until they are older than the staleness limit, then
+    # Placement's order (here the same as the coolest first, so the
+    # exporter flips it first).
+    exporter.set_cpu('host-a', 99)
+    exporter.set_cpu('host-c', 1)
+    _wait_for_order(api, ['host-c', 'host-b', 'host-a'],
+                    REFRESH + prometheus.SCRAPE_SECONDS + 5)
+    prom.stop()
+    down = time.monotonic()
+    assert _order(api) == ['host-c', 'host-b', 'host-a']
+    _wait_for_order(api, ['host-a', 'host-b', 'host-c'], STALENESS + 10)
+    assert time.monotonic() - down >= STALENESS - REFRESH - 1
+    started = time.monotonic()
+    assert _order(api) == ['host-a', 'host-b', 'host-c']
+    assert time.monotonic() - started < 2  # never waits on Prometheus
+    log = _log(api)
+    # One warning for the outage, not one per cycle.
+    assert log.count('metric cpu cannot be collected') == 1
+    assert 'Traceback' not in log
+
+    # It comes back: so does the metric.
+    prom.start()
+    _wait_for_order(api, ['host-c', 'host-b', 'host-a'], 30)
+    assert 'metric cpu is collected again' in _log(api)
+
+
+def test_metrics_api_validates_and_guards_generations(api):
+    assert api.request('PUT', '/tachyon/metrics/cpu',
+                       {'query': 'up', 'target': 'host'})[0] == 400
+    assert api.request('PUT', '/tachyon/metrics/cpu',
+                       {'query': 'up', 'rewrite': {'pattern': '('}})[0] == 400
+    created = _ok(api.request('PUT', '/tachyon/metrics/cpu',
+                              {'query': 'up'}))
+    assert created == {'name': 'cpu', 'query': 'up', 'label': 'instance',
+                       'target': 'root', 'generation': 0}
+    assert api.request('PUT', '/tachyon/metrics/cpu',
+                       {'query': 'up'})[0] == 409
+    replaced = _ok(api.request('PUT', '/tachyon/metrics/cpu', {
+        'query': 'up', 'target': 'provider', 'label': 'uuid',
+        'generation': 0}))
+    assert replaced['generation'] == 1
+    listed = _ok(api.request('GET', '/tachyon/metrics'))
+    assert [item['name'] for item in listed['metrics']] == ['cpu']
+    assert api.request('GET', '/tachyon/metrics/cpu', token='user')[0] == 403
+    _ok(api.request('DELETE', '/tachyon/metrics/cpu'))
+    assert api.request('GET', '/tachyon/metrics/cpu')[0] == 404
+
+
+class _Garbage(http.server.BaseHTTPRequestHandler):
+    """A metrics endpoint that answers nonsense: not JSON, then a result
+    that is no vector, then a vector with a malformed sample, in turn."""
+    answers = [b'<html>oops</html>',
+               b'{"status": "success", "data": {"resultType": "scalar", '
+               b'"result": [1, "2"]}}',
+               b'{"status": "success", "data": {"resultType": "vector", '
+               b'"result": [{"metric": {"instance": "host-a:9100"}, '
+               b'"value": [1, "7"]}, {"metric": {}, "value": "x"}]}}']
+    served = 0
+
+    def do_GET(self):
+        body = self.answers[_Garbage.served % len(self.answers)]
+        _Garbage.served += 1
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_garbage_from_the_metrics_endpoint_changes_nothing(tmp_path):
+    garbage = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Garbage)
+    threading.Thread(target=garbage.serve_forever, daemon=True).start()
+    api = served.ServedPlacement(tmp_path / 'api', extra_conf=(
+        '[telemetry]\nurl = http://127.0.0.1:%d\nrefresh_interval = 1\n'
+        % garbage.server_address[1])).start()
+    try:
+        _create_hosts(api)
+        _ok(api.request('PUT', '/tachyon/metrics/cpu', {
+            'query': 'host_cpu_utilisation',
+            'rewrite': {'pattern': ':[0-9]+$'}}))
+        _ok(api.request('PUT', '/tachyon/weighers/coolest', {
+            'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
+        deadline = time.monotonic() + 5
+        while _Garbage.served < 4 and time.monotonic() < deadline:
+            assert _order(api) == ['host-a', 'host-b', 'host-c']
+            time.sleep(0.1)
+        assert _Garbage.served >= 4
+        assert _order(api) == ['host-a', 'host-b', 'host-c']
+        log = _log(api)
+        assert log.count('metric cpu cannot be collected') == 1, log
+        assert 'Traceback' not in log
+    finally:
+        api.stop()
+        garbage.shutdown()

@@ -1,0 +1,39 @@
+"""How a metric's series map to providers."""
+from tachyon_placement.telemetry import metrics
+
+ROOTS = {'host-a': 'uuid-a', 'host-b.example.org': 'uuid-b'}
+PROVIDERS = {'uuid-a': None, 'uuid-b': None, 'uuid-numa': None}
+
+
+def series(value, **labels):
+    return {'metric': labels, 'value': [1700000000.0, value]}
+
+
+def test_root_names_with_a_rewrite():
+    cpu = metrics.Metric.from_document('cpu', {
+        'query': 'x', 'rewrite': {'pattern': ':[0-9]+$'}})
+    found = cpu.values([series('12.5', instance='host-a:9100'),
+                        series('3', instance='host-b.example.org:9100'),
+                        series('1', instance='unknown:9100'),
+                        series('1', job='no-instance-label')],
+                       ROOTS, PROVIDERS)
+    assert found == {'uuid-a': 12.5, 'uuid-b': 3.0}
+
+
+def test_provider_uuid_label_and_bad_numbers_skipped():
+    numa = metrics.Metric.from_document('numa_free', {
+        'query': 'x', 'label': 'provider', 'target': 'provider'})
+    found = numa.values([series('5', provider='uuid-numa'),
+                         series('NaN', provider='uuid-a'),
+                         series('+Inf', provider='uuid-b'),
+                         series('7', provider='not-a-provider')],
+                        ROOTS, PROVIDERS)
+    assert found == {'uuid-numa': 5.0}
+
+
+def test_documents_round_trip():
+    document = {'query': 'up', 'label': 'fqdn', 'target': 'root',
+                'rewrite': {'pattern': r'\..*$', 'replacement': ''}}
+    metric = metrics.Metric.from_document('up', document, generation=2)
+    assert metric.as_document() == dict(document, name='up', generation=2)
+    assert metric.key_of({'fqdn': 'host-b.example.org'}) == 'host-b'
