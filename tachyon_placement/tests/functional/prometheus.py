@@ -4,6 +4,7 @@ for the telemetry tests."""
 import os
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -84,6 +85,66 @@ class Prometheus:
             except OSError:
                 time.sleep(0.2)
         raise RuntimeError('prometheus did not start')
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+# Serves Aetos's WSGI application (argv: config file, port).
+_AETOS_SERVER = '''
+import sys
+from wsgiref import simple_server
+from aetos import app
+application = app.build_wsgi_app(['--config-file', sys.argv[1]])
+simple_server.make_server('127.0.0.1', int(sys.argv[2]),
+                          application).serve_forever()
+'''
+
+
+class Aetos:
+    """OpenStack's Keystone-aware Prometheus proxy (PyPI aetos) in front of
+    a Prometheus, with ``auth_mode = noauth``: without Keystone no token
+    says who asks, so the policy lets every caller query all projects
+    (what the service role may do with Keystone)."""
+
+    def __init__(self, workdir, prometheus_port):
+        self.workdir = str(workdir)
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = served.free_port()
+        self.config = os.path.join(self.workdir, 'aetos.conf')
+        policy = os.path.join(self.workdir, 'policy.yaml')
+        with open(policy, 'w') as out:
+            out.write('"telemetry:query:all_projects": "@"\n')
+        with open(self.config, 'w') as out:
+            out.write('[DEFAULT]\nauth_mode = noauth\n'
+                      '[prometheus]\nhost = 127.0.0.1\nport = %d\n'
+                      '[oslo_policy]\npolicy_file = %s\n'
+                      % (prometheus_port, policy))
+        self.process = None
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    def start(self, timeout=60):
+        log = open(os.path.join(self.workdir, 'aetos.log'), 'ab')
+        self.process = subprocess.Popen(
+            [sys.executable, '-c', _AETOS_SERVER, self.config,
+             str(self.port)], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError('aetos exited')
+            try:
+                with urllib.request.urlopen(self.url + '/healthcheck',
+                                            timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError('aetos did not start')
 
     def stop(self):
         if self.process and self.process.poll() is None:

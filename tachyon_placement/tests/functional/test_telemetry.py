@@ -210,3 +210,28 @@ def test_garbage_from_the_metrics_endpoint_changes_nothing(tmp_path):
     finally:
         api.stop()
         garbage.shutdown()
+
+
+def test_through_aetos(tmp_path, prom, exporter):
+    aetos = prometheus.Aetos(tmp_path / 'aetos', prom.port).start()
+    api = served.ServedPlacement(tmp_path / 'api', extra_conf=(
+        '[telemetry]\nurl = %s\nrefresh_interval = %d\n'
+        % (aetos.url, REFRESH))).start()
+    try:
+        _create_hosts(api)
+        for host, cpu in (('host-a', 70), ('host-b', 10), ('host-c', 40)):
+            exporter.set_cpu(host, cpu)
+        _ok(api.request('PUT', '/tachyon/metrics/cpu', {
+            'query': 'avg_over_time(host_cpu_utilisation[10s])',
+            'rewrite': {'pattern': ':[0-9]+$'}}))
+        _ok(api.request('PUT', '/tachyon/weighers/coolest', {
+            'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
+        _wait_for_order(api, ['host-b', 'host-c', 'host-a'], 30)
+        exporter.set_cpu('host-a', 0)
+        exporter.set_cpu('host-b', 100)
+        # The average over 10 s moves on within a few scrapes.
+        _wait_for_order(api, ['host-a', 'host-c', 'host-b'], 20)
+        assert 'cannot be collected' not in _log(api)
+    finally:
+        api.stop()
+        aetos.stop()
