@@ -6,6 +6,7 @@ header, automatically (see app.make_mapper).
 from tachyon_placement.api.handlers import aggregate
 from tachyon_placement.api.handlers import allocation
 from tachyon_placement.api.handlers import allocation_candidate
+from tachyon_placement.api.handlers import explain
 from tachyon_placement.api.handlers import inventory
 from tachyon_placement.api.handlers import metric
 from tachyon_placement.api.handlers import reshaper
@@ -103,6 +104,9 @@ TACHYON_ROUTES = {
         'GET': weigher.get_weigher,
         'PUT': weigher.put_weigher,
         'DELETE': weigher.delete_weigher,
+    },
+    '/tachyon/explain/allocation_candidates': {
+        'GET': explain.explain_candidates,
     },
     '/tachyon/metrics': {
         'GET': metric.list_metrics,

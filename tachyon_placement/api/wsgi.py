@@ -93,7 +93,10 @@ class Request(webob.Request):
         return self.environ[microversion.MICROVERSION_ENVIRON]
 
     def has(self, feature):
-        return microversion.has(self.version, feature)
+        """Whether the Placement microversion has ``feature`` (a Tachyon
+        route that parses a Placement query sets one)."""
+        version = self.environ.get(microversion.MICROVERSION_ENVIRON)
+        return microversion.has(version or self.version, feature)
 
     @property
     def context(self):

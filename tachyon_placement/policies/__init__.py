@@ -9,6 +9,7 @@ from tachyon_placement.policies import aggregate
 from tachyon_placement.policies import allocation
 from tachyon_placement.policies import allocation_candidate
 from tachyon_placement.policies import base
+from tachyon_placement.policies import explain
 from tachyon_placement.policies import inventory
 from tachyon_placement.policies import metric
 from tachyon_placement.policies import reshaper
@@ -36,6 +37,7 @@ _MODULES = (
 _TACHYON_MODULES = (
     weigher,
     metric,
+    explain,
 )
 
 

@@ -36,13 +36,16 @@ class Ranking:
     def __init__(self, weighers, trees, signals=None):
         signals = signals or {}
         self.weighers = tuple(weighers)
-        # {weigher name: {root: normalised score}}, for explanations.
+        # {weigher name: {root: raw score}} and {weigher name: {root:
+        # normalised score}}, for explanations.
+        self.raw = {}
         self.parts = {}
         self.scores = {}
         for weigher in self.weighers:
             raw = {root: scorers.score(weigher.scorer, tree, signals)
                    for root, tree in trees.items()}
             normal = normalize(raw)
+            self.raw[weigher.name] = raw
             self.parts[weigher.name] = normal
             for root, value in normal.items():
                 self.scores[root] = (self.scores.get(root, 0.0)

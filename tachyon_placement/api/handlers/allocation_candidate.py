@@ -226,14 +226,14 @@ def find(req, groups, wide):
     # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
     anchors = reader.weighed(reader.order_roots(roots),
-                             _summary(groups, wide),
+                             request_summary(groups, wide),
                              req.conf.telemetry.staleness_limit)
     return domain.find_candidates(
         snapshot, groups, wide, _settings(req), in_tree_roots=in_tree_roots,
         anchors=anchors, load=load)
 
 
-def _summary(groups, wide):
+def request_summary(groups, wide):
     """What a weigher's match looks at in this request."""
     required = set(wide.root_required)
     member_of = set()

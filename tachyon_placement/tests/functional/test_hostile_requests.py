@@ -60,6 +60,7 @@ VERSIONS = [
     'placement 1.29', 'placement 1.36', 'placement 1.38', 'placement 1.39',
     'placement 1.40', 'placement 2.0', 'placement 1.', 'placement foo',
     'compute 2.1', '', 'placement 1.0, placement 1.39',
+    'tachyon 1.0', 'tachyon latest', 'tachyon 1.1', 'tachyon x',
 ]
 
 ALL_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']
@@ -145,6 +146,17 @@ def _valid_documents():
                 'resource_provider_generation': 0,
                 'inventories': {'VCPU': inventory}}},
              'allocations': {CONSUMER: allocation}}],
+        ('/tachyon/weighers/{name}', 'PUT'): [
+            {'weight': 1.5, 'scorer': {'type': 'usage',
+                                       'resource_class': 'VCPU',
+                                       'mode': 'spread'},
+             'match': {'resource_classes': ['VCPU'], 'min_groups': 1}},
+            {'weight': -1, 'scorer': {'type': 'metric', 'metric': 'cpu'},
+             'generation': 0}],
+        ('/tachyon/metrics/{name}', 'PUT'): [
+            {'query': 'host_cpu_utilisation', 'label': 'instance',
+             'target': 'root',
+             'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''}}],
     }
 
 
@@ -225,6 +237,8 @@ EXISTING = {
     'resource_class': ['VCPU', 'MEMORY_MB', 'CUSTOM_GOLD'],
     '/resource_classes/{name}': ['VCPU', 'CUSTOM_GOLD', 'CUSTOM_NEW'],
     '/traits/{name}': ['HW_CPU_X86_AVX', 'CUSTOM_FAST', 'CUSTOM_NEW'],
+    '/tachyon/weighers/{name}': ['spread', 'coolest'],
+    '/tachyon/metrics/{name}': ['cpu', 'memory'],
 }
 
 
@@ -241,9 +255,13 @@ def _path_piece(draw, template, part):
                               safe='')
 
 
+# Placement's routes and Tachyon's own.
+EVERY_ROUTE = dict(routes.ROUTES, **routes.TACHYON_ROUTES)
+
+
 @st.composite
 def _paths(draw):
-    template = draw(st.sampled_from(sorted(routes.ROUTES)))
+    template = draw(st.sampled_from(sorted(EVERY_ROUTE)))
     parts = []
     for part in template.split('/'):
         if part.startswith('{'):
@@ -272,7 +290,7 @@ def _query(draw):
 @st.composite
 def hostile_requests(draw):
     template, path = draw(_paths())
-    methods = list(routes.ROUTES[template])
+    methods = list(EVERY_ROUTE[template])
     if draw(st.integers(0, 9)) == 0:
         method = draw(st.sampled_from(ALL_METHODS))
     else:

@@ -102,6 +102,14 @@ def test_exported_load_orders_candidates_and_an_outage_degrades(
     _ok(api.request('PUT', '/tachyon/weighers/coolest', {
         'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
     _wait_for_order(api, ['host-c', 'host-b', 'host-a'], 30)
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+    assert explained['weighers'] == ['coolest']
+    coolest = explained['hosts'][0]
+    assert coolest['name'] == 'host-c'
+    assert coolest['weighers'][0]['metric']['value'] == 10.0
+    assert 0 <= coolest['weighers'][0]['metric']['age_seconds'] < 3 * REFRESH
+    assert [host['score'] for host in explained['hosts']] == [1.0, 0.5, 0.0]
 
     # The load moves: the order follows within a refresh interval of
     # Prometheus having scraped it.
