@@ -212,6 +212,9 @@ class World:
         # collector stored new ones, whether or not the graph moved).
         self.telemetry = TelemetryView(0, {})
         self._rankings = {}
+        # (rankings of an earlier World, roots whose trees changed since):
+        # a ranking is updated from there rather than made anew.
+        self._basis = None
 
     def evolve(self, version, changed, deleted):
         """The World at ``version``: ``changed`` ({uuid: ProviderRecord})
@@ -249,6 +252,10 @@ class World:
         world._roots = _patched_index(self._roots, _if_root, gone, added)
         touched = {record.root_uuid for record in gone}
         touched.update(record.root_uuid for record in added)
+        if self._rankings:
+            world._basis = (self._rankings, frozenset(touched))
+        elif self._basis is not None:
+            world._basis = (self._basis[0], self._basis[1] | touched)
         for (rc, amount), roots in list(self._rc_roots.items()):
             roots = set(roots)
             for root in touched:
@@ -319,8 +326,14 @@ class World:
         if ranked is None:
             if len(self._rankings) >= _RANKINGS_KEPT:
                 self._rankings.clear()
-            ranked = self._rankings[key] = ranking.Ranking(
-                weighers, self.trees, signals)
+            earlier = self._basis and self._basis[0].get(key)
+            if earlier is not None:
+                # A write changed a few trees: score only those again.
+                ranked = earlier.updated(self.trees, signals,
+                                         self._basis[1])
+            else:
+                ranked = ranking.Ranking(weighers, self.trees, signals)
+            self._rankings[key] = ranked
         return ranked
 
     def rc_roots(self, rc, amount):

@@ -33,23 +33,44 @@ class Ranking:
     [records]}) for ``weighers``, with the fresh metric values
     ``signals`` ({metric: {provider uuid: value}})."""
 
-    def __init__(self, weighers, trees, signals=None):
+    def __init__(self, weighers, trees, signals=None, raw=None):
+        """``raw``: {weigher name: {root: raw score}} already known (see
+        ``updated``); computed from ``trees`` otherwise."""
         signals = signals or {}
         self.weighers = tuple(weighers)
         # {weigher name: {root: raw score}} and {weigher name: {root:
         # normalised score}}, for explanations.
-        self.raw = {}
+        self.raw = raw or {
+            weigher.name: {root: scorers.score(weigher.scorer, tree,
+                                               signals)
+                           for root, tree in trees.items()}
+            for weigher in self.weighers}
         self.parts = {}
         self.scores = {}
         for weigher in self.weighers:
-            raw = {root: scorers.score(weigher.scorer, tree, signals)
-                   for root, tree in trees.items()}
-            normal = normalize(raw)
-            self.raw[weigher.name] = raw
+            normal = normalize(self.raw[weigher.name])
             self.parts[weigher.name] = normal
             for root, value in normal.items():
                 self.scores[root] = (self.scores.get(root, 0.0)
                                      + weigher.weight * value)
+
+    def updated(self, trees, signals, changed_roots):
+        """The Ranking of the same weighers and signals after the trees of
+        ``changed_roots`` changed (or went): only those are scored again,
+        then all are normalised anew."""
+        signals = signals or {}
+        raw = {}
+        for weigher in self.weighers:
+            scores = dict(self.raw[weigher.name])
+            for root in changed_roots:
+                tree = trees.get(root)
+                if tree:
+                    scores[root] = scorers.score(weigher.scorer, tree,
+                                                 signals)
+                else:
+                    scores.pop(root, None)
+            raw[weigher.name] = scores
+        return Ranking(self.weighers, trees, signals, raw=raw)
 
     def order(self, anchors):
         """``anchors`` (Placement's order) best first, ties kept."""

@@ -156,3 +156,24 @@ def test_metric_lower_is_better_by_default_and_numa_values_average():
     # Stale (absent) values: Placement's order.
     assert ranking.Ranking([coolest], TREES, {}).order(PLACEMENT_ORDER) == (
         PLACEMENT_ORDER)
+
+
+def test_an_updated_ranking_equals_one_made_anew():
+    spread = weigher('spread-ram', {'type': 'usage',
+                                    'resource_class': 'MEMORY_MB'})
+    ssd = weigher('ssd', {'type': 'traits', 'prefer': ['STORAGE_DISK_SSD']})
+    before = ranking.Ranking([spread, ssd], TREES)
+    # busy empties out, idle goes away, a new host appears.
+    after = dict(TREES)
+    after['busy'] = [record('busy', MEMORY_MB=dict(total=1000, used=0))]
+    del after['idle']
+    after['new'] = [record('new', traits={'STORAGE_DISK_SSD'},
+                           MEMORY_MB=dict(total=1000, used=999))]
+    updated = before.updated(after, {}, {'busy', 'idle', 'new'})
+    fresh = ranking.Ranking([spread, ssd], after)
+    assert updated.scores == fresh.scores
+    assert updated.raw == fresh.raw
+    assert updated.order(['busy', 'half', 'new']) == fresh.order(
+        ['busy', 'half', 'new'])
+    # The earlier ranking is left as it was.
+    assert 'idle' in before.raw['spread-ram']

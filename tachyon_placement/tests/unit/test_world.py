@@ -4,10 +4,17 @@ import random
 
 from tachyon_placement.domain import models
 from tachyon_placement.graph import snapshot
+from tachyon_placement.weighing import model as weighing_model
 
 TRAITS = ['CUSTOM_A', 'CUSTOM_B', 'CUSTOM_C']
 AGGS = ['agg-1', 'agg-2']
 CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB']
+WEIGHERS = tuple(weighing_model.Weigher.from_document(name, document)
+                 for name, document in (
+    ('spread', {'weight': 1.0, 'scorer': {'type': 'usage',
+                                          'resource_class': 'VCPU'}}),
+    ('prefer-a', {'weight': 0.5, 'scorer': {'type': 'traits',
+                                            'prefer': ['CUSTOM_A']}})))
 
 
 def _record(rng, uuid, seq, root_uuid, parent_uuid):
@@ -31,7 +38,9 @@ def _indexes(world):
             'by_class': uuids(world.by_class),
             'roots': [record.uuid for record in world.roots],
             'rc_roots': {(rc, amount): world.rc_roots(rc, amount)
-                         for rc in CLASSES for amount in (1, 4, 7)}}
+                         for rc in CLASSES for amount in (1, 4, 7)},
+            # Updated from the previous World's ranking after an evolve.
+            'ranking': world.ranking(WEIGHERS, 0, 1000).scores}
 
 
 def test_evolve_equals_a_rebuild():
