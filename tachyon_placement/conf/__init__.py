@@ -14,6 +14,7 @@ from tachyon_placement.conf import api
 from tachyon_placement.conf import graph
 from tachyon_placement.conf import placement
 from tachyon_placement.conf import telemetry
+from tachyon_placement.conf import weighing
 
 
 def register_opts(conf):
@@ -21,6 +22,7 @@ def register_opts(conf):
     graph.register_opts(conf)
     placement.register_opts(conf)
     telemetry.register_opts(conf)
+    weighing.register_opts(conf)
     logging.register_options(conf)
     policy_opts.set_defaults(conf)
     conf.register_opts(cors.CORS_OPTS, 'cors')

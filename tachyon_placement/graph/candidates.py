@@ -20,6 +20,7 @@ Probes and ``ROOTS`` answer with one row of lists and ``TREES`` with one
 string per inventory: decoding many small values costs far more than the
 queries themselves.  The search is ``domain.candidates``.
 """
+import random
 import threading
 import time
 import weakref
@@ -168,11 +169,11 @@ class CandidateStore:
                 for row in self.engine.read(PROVIDERS,
                                             uuids=sorted(set(uuids)))}
 
-    def weighed(self, anchors, request, staleness_limit):
+    def weighed(self, anchors, request, staleness_limit, subset_size=1):
         """As WorldReader.weighed: weighers score the trees of the
         process's copy of the graph."""
         return WorldReader(self.worlds.current()).weighed(
-            anchors, request, staleness_limit)
+            anchors, request, staleness_limit, subset_size)
 
     def order_roots(self, uuids):
         """The root providers among ``uuids``, oldest first."""
@@ -284,19 +285,20 @@ class WorldReader:
         return {uuid: records[uuid].root_uuid for uuid in uuids
                 if uuid in records}
 
-    def weighed(self, anchors, request, staleness_limit):
+    def weighed(self, anchors, request, staleness_limit, subset_size=1):
         """``anchors`` in the order of the weighers that apply to
         ``request`` (a weighing.model.RequestSummary), with the metric
-        values at most ``staleness_limit`` seconds old; unchanged when no
-        weigher applies."""
+        values at most ``staleness_limit`` seconds old, the best
+        ``subset_size`` shuffled; unchanged when no weigher applies."""
         world = self.world
         if not world.weighers:
             return anchors
         weighers = ranking.applicable(world.weighers, request)
         if not weighers:
             return anchors
-        return world.ranking(weighers, int(time.time() * 1000),
-                             staleness_limit * 1000).order(anchors)
+        ordered = world.ranking(weighers, int(time.time() * 1000),
+                                staleness_limit * 1000).order(anchors)
+        return ranking.spread(ordered, subset_size, random)
 
     def order_roots(self, uuids):
         world = self.world

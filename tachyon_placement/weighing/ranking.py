@@ -86,3 +86,14 @@ def applicable(weighers, request):
     return tuple(sorted((weigher for weigher in weighers
                          if weigher.match.applies(request)),
                         key=lambda weigher: weigher.name))
+
+
+def spread(ordered, subset_size, rng):
+    """``ordered`` with its first ``subset_size`` entries shuffled (Nova's
+    host_subset_size): concurrent schedulers then spread their claims
+    over the best hosts instead of all racing for the first."""
+    if subset_size <= 1 or len(ordered) < 2:
+        return ordered
+    head = list(ordered[:subset_size])
+    rng.shuffle(head)
+    return head + list(ordered[subset_size:])

@@ -227,7 +227,8 @@ def find(req, groups, wide):
     snapshot, load = reader.search_snapshot(sharing, roots)
     anchors = reader.weighed(reader.order_roots(roots),
                              request_summary(groups, wide),
-                             req.conf.telemetry.staleness_limit)
+                             req.conf.telemetry.staleness_limit,
+                             req.conf.weighing.host_subset_size)
     return domain.find_candidates(
         snapshot, groups, wide, _settings(req), in_tree_roots=in_tree_roots,
         anchors=anchors, load=load)

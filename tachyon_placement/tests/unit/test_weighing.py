@@ -1,5 +1,6 @@
 """The weighing room: scorers, normalisation, combined order."""
 import dataclasses
+import random
 import types
 
 import pytest
@@ -177,3 +178,16 @@ def test_an_updated_ranking_equals_one_made_anew():
         ['busy', 'half', 'new'])
     # The earlier ranking is left as it was.
     assert 'idle' in before.raw['spread-ram']
+
+
+def test_spread_shuffles_only_the_best_subset():
+    ordered = ['a', 'b', 'c', 'd', 'e']
+    assert ranking.spread(ordered, 1, random.Random(1)) == ordered
+    seen = set()
+    for seed in range(50):
+        spread = ranking.spread(ordered, 3, random.Random(seed))
+        assert sorted(spread[:3]) == ['a', 'b', 'c']
+        assert spread[3:] == ['d', 'e']
+        seen.add(spread[0])
+    assert seen == {'a', 'b', 'c'}
+    assert ranking.spread(['a'], 3, random.Random(1)) == ['a']
