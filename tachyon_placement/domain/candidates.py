@@ -46,6 +46,7 @@ what will not be returned.
 """
 import collections
 import dataclasses
+import functools
 import itertools
 import operator
 import random
@@ -93,12 +94,18 @@ class RequestWide:
 
 @dataclasses.dataclass
 class Settings:
-    """``[placement]`` knobs and the microversion switch for nested trees."""
+    """``[placement]`` knobs and the microversion switch for nested trees.
+
+    ``option_key``: (provider node, ((rc, amount), ...) of a slot) -> sort
+    key, to try some providers of a slot before others (the weighers'
+    preference within a tree); None keeps Placement's order.
+    """
     max_candidates: int = -1
     strategy: str = DEPTH_FIRST
     randomize: bool = False
     nested_aware: bool = True
     rng: random.Random = None
+    option_key: object = None
 
 
 # ---------------------------------------------------------------------------
@@ -892,6 +899,7 @@ def find_candidates(snapshot, groups, wide, settings=None,
         plan.exclude_nested or plan.subtree_slots or plan.shared_slots
         or (plan.isolate and len(plan.granular) > 1))
     anchor_ok = _anchor_filter(wide)
+    option_key = settings.option_key
     limit = wide.limit
     # Old microversions list only the providers of the surviving requests
     # in the summaries, counted before the limit: enumerate everything.
@@ -923,6 +931,10 @@ def find_candidates(snapshot, groups, wide, settings=None,
                                                           candidates)
                     if not options[slot.index]:
                         break
+                    if option_key is not None:
+                        # Stable: equal keys keep Placement's order.
+                        options[slot.index].sort(key=functools.partial(
+                            option_key, resources=slot.resources))
                 else:
                     search = _AnchorSearch(anchor, slots, plan, options,
                                            rng=rng)

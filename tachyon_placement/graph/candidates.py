@@ -175,6 +175,10 @@ class CandidateStore:
         return WorldReader(self.worlds.current()).weighed(
             anchors, request, staleness_limit, subset_size)
 
+    def option_key(self, request):
+        """As WorldReader.option_key."""
+        return WorldReader(self.worlds.current()).option_key(request)
+
     def order_roots(self, uuids):
         """The root providers among ``uuids``, oldest first."""
         if not uuids:
@@ -299,6 +303,15 @@ class WorldReader:
         ordered = world.ranking(weighers, int(time.time() * 1000),
                                 staleness_limit * 1000).order(anchors)
         return ranking.spread(ordered, subset_size, random)
+
+    def option_key(self, request):
+        """How the weighers that apply to ``request`` order the providers
+        of a slot within a tree (weighing.ranking.option_key), or None."""
+        world = self.world
+        if not world.weighers:
+            return None
+        return ranking.option_key(ranking.applicable(world.weighers,
+                                                     request))
 
     def order_roots(self, uuids):
         world = self.world

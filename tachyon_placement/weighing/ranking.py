@@ -11,6 +11,7 @@ roots of one request, so that one ``Ranking`` (cached per graph version
 and weigher set) serves every request: with one weigher the order is the
 same either way.
 """
+from tachyon_placement.weighing import model
 from tachyon_placement.weighing import scorers
 
 
@@ -97,3 +98,29 @@ def spread(ordered, subset_size, rng):
     head = list(ordered[:subset_size])
     rng.shuffle(head)
     return head + list(ordered[subset_size:])
+
+
+def option_key(weighers):
+    """Within a tree, the order in which the candidate search tries the
+    providers of a slot: by the usage weighers of the classes the slot
+    asks for (spread: the emptiest first, e.g. the least loaded NUMA node
+    or PF; pack: the fullest), weighted; a key for
+    domain.candidates.Settings.option_key, or None when no usage weigher
+    applies (Placement's order)."""
+    usage = [(weigher.weight, weigher.scorer['resource_class'],
+              weigher.scorer.get('mode', model.SPREAD) == model.PACK)
+             for weigher in weighers if weigher.scorer['type'] == model.USAGE]
+    if not usage:
+        return None
+
+    def key(node, resources):
+        asked = {rc for rc, _amount in resources}
+        total = 0.0
+        for weight, rc, pack in usage:
+            inventory = node.inventories.get(rc) if rc in asked else None
+            if inventory is None or inventory.capacity <= 0:
+                continue
+            ratio = inventory.used / inventory.capacity
+            total += weight * (ratio if pack else 1.0 - ratio)
+        return -total
+    return key

@@ -160,13 +160,14 @@ def parse_request(req):
     return list(groups.values()), wide
 
 
-def _settings(req):
+def _settings(req, option_key=None):
     conf = req.conf.placement
     return domain.Settings(
         max_candidates=conf.max_allocation_candidates,
         strategy=conf.allocation_candidates_generation_strategy,
         randomize=conf.randomize_allocation_candidates,
-        nested_aware=req.has('nested_candidates'))
+        nested_aware=req.has('nested_candidates'),
+        option_key=option_key)
 
 
 def find(req, groups, wide):
@@ -225,13 +226,13 @@ def find(req, groups, wide):
     # Visit the roots oldest first (Placement's order), or best first
     # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
-    anchors = reader.weighed(reader.order_roots(roots),
-                             request_summary(groups, wide),
+    summary = request_summary(groups, wide)
+    anchors = reader.weighed(reader.order_roots(roots), summary,
                              req.conf.telemetry.staleness_limit,
                              req.conf.weighing.host_subset_size)
     return domain.find_candidates(
-        snapshot, groups, wide, _settings(req), in_tree_roots=in_tree_roots,
-        anchors=anchors, load=load)
+        snapshot, groups, wide, _settings(req, reader.option_key(summary)),
+        in_tree_roots=in_tree_roots, anchors=anchors, load=load)
 
 
 def request_summary(groups, wide):

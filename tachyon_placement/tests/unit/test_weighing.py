@@ -191,3 +191,21 @@ def test_spread_shuffles_only_the_best_subset():
         seen.add(spread[0])
     assert seen == {'a', 'b', 'c'}
     assert ranking.spread(['a'], 3, random.Random(1)) == ['a']
+
+
+def test_option_key_orders_providers_of_a_slot_by_usage():
+    spread = weigher('spread-ram', {'type': 'usage',
+                                    'resource_class': 'MEMORY_MB'})
+    pack_cpu = weigher('pack-cpu', {'type': 'usage', 'resource_class': 'PCPU',
+                                    'mode': 'pack'}, weight=0.5)
+    full, empty = TREES['busy'][0], TREES['idle'][1]
+    key = ranking.option_key([spread, pack_cpu])
+    memory_slot = (('MEMORY_MB', 10),)
+    assert sorted([full, empty], key=lambda node: key(
+        node, resources=memory_slot)) == [empty, full]
+    # A slot that asks for no weighed class: every key equal (the sort
+    # is stable: Placement's order).
+    assert key(full, resources=(('VGPU', 1),)) == key(
+        empty, resources=(('VGPU', 1),)) == 0
+    assert ranking.option_key([weigher('t', {'type': 'traits',
+                                              'prefer': ['X']})]) is None
