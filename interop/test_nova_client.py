@@ -570,6 +570,39 @@ def test_claim_resources_for_instance(nova, api):
 
 
 @pytest.mark.after('test_claim_resources_for_instance')
+def test_weighers_choose_what_nova_keeps_with_its_limit(nova, api, server):
+    """Nova keeps the first ``max_placement_results`` candidates: an
+    operator's spread weigher (Tachyon's own API) makes them the emptiest
+    hosts, with nothing changed in Nova."""
+    if server.target != 'tachyon':
+        pytest.skip('weighers are Tachyon\'s own (target %s)'
+                    % server.target)
+    client, ctx = nova['client'], nova['ctx']
+    res_req = resources_for(nova, request_spec(vcpus=1, memory_mb=512,
+                                               root_gb=1))
+    res_req._limit = 1
+
+    def first_host():
+        reqs, _, _ = client.get_allocation_candidates(ctx, res_req)
+        assert reqs is not None and len(reqs) == 1
+        return rp_root(next(iter(reqs[0]['allocations'])))
+
+    # Placement's order: the oldest host, cn1, which the claim loaded.
+    assert first_host() == 'cn1'
+    assert usages(api, rp_uuid('cn1'))['MEMORY_MB'] > usages(
+        api, rp_uuid('cn2')).get('MEMORY_MB', 0)
+    weigher = '/tachyon/weighers/interop-spread-ram'
+    api.request('PUT', weigher, {
+        'weight': 1, 'scorer': {'type': 'usage', 'resource_class': 'MEMORY_MB',
+                                'mode': 'spread'}}, expect=201)
+    try:
+        assert first_host() == 'cn2'
+    finally:
+        api.request('DELETE', weigher, expect=204)
+    assert first_host() == 'cn1'
+
+
+@pytest.mark.after('test_claim_resources_for_instance')
 def test_usages_for_quota_and_limits(nova, api):
     client, ctx = nova['client'], nova['ctx']
     counts = client.get_usages_counts_for_quota(ctx, PROJECT, USER)
