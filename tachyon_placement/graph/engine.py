@@ -17,6 +17,11 @@ class ConstraintViolation(GraphError):
     """A uniqueness constraint refused a write."""
 
 
+class RefusedQuery(GraphError):
+    """An operator's query (a Cypher scorer) that may not run: it does not
+    parse, writes, calls procedures or loads files."""
+
+
 class Section:
     """The outcome of an ``Engine.exclusive`` section."""
 
@@ -50,6 +55,18 @@ class Engine:
         transaction (see module), nothing is ever rolled back.
         """
         return contextlib.nullcontext(Section())
+
+    def check_scorer_query(self, text, timeout):
+        """The columns of ``text``, an operator's read-only query, after
+        the engine planned it (and, where planning does not say enough,
+        ran it once within ``timeout`` seconds); RefusedQuery when it does
+        not parse, writes, calls procedures or loads files."""
+        raise NotImplementedError
+
+    def run_scorer_query(self, text, timeout):
+        """The rows of ``text`` (checked by check_scorer_query), read-only,
+        given up after ``timeout`` seconds (GraphError)."""
+        raise NotImplementedError
 
     def close(self):
         pass

@@ -31,6 +31,10 @@ from tachyon_placement.graph import schema
 LOCK_STRIPES = 512
 LOCK_TTL_MS = 5000
 LOCK_WAIT = 2.0
+# Plan operations an operator's scorer query may not have.
+_REFUSED_OPERATIONS = frozenset((
+    'Create', 'Delete', 'Update', 'Merge', 'MergeCreate', 'ProcedureCall',
+    'Load CSV', 'Foreach'))
 # Deletes a lock only if it still holds this holder's token.
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -123,6 +127,34 @@ class FalkorDBEngine(engine.Engine):
             for name in reversed(held):
                 with contextlib.suppress(redis.exceptions.RedisError):
                     self._release(keys=[name], args=[token])
+
+    def check_scorer_query(self, text, timeout):
+        try:
+            plan = str(self._graph.explain(text))
+        except redis.exceptions.RedisError as exc:
+            raise engine.RefusedQuery(str(exc)) from exc
+        operations = {line.strip().split(' |')[0]
+                      for line in plan.splitlines()}
+        refused = operations & _REFUSED_OPERATIONS
+        if refused:
+            raise engine.RefusedQuery(
+                'the query may only read (it has %s)'
+                % ', '.join(sorted(refused)))
+        # The plan does not name the columns: run it once.
+        result = self._scorer_result(text, timeout)
+        return [column[1] for column in result.header]
+
+    def _scorer_result(self, text, timeout):
+        try:
+            # GRAPH.RO_QUERY refuses any write the plan did not show.
+            return self._graph.ro_query(text, timeout=int(timeout * 1000))
+        except redis.exceptions.RedisError as exc:
+            raise engine.RefusedQuery(str(exc)) from exc
+
+    def run_scorer_query(self, text, timeout):
+        result = self._scorer_result(text, timeout)
+        columns = [column[1] for column in result.header]
+        return [dict(zip(columns, row)) for row in result.result_set]
 
     def read(self, statement, **params):
         return self._run(statement, params, read_only=True)

@@ -28,6 +28,11 @@ def _plain(value):
     return value
 
 
+# Plan operators an operator's scorer query may not have (a read session
+# refuses writes already; procedures and files are not for scorers).
+_REFUSED_OPERATORS = frozenset((
+    'ProcedureCall', 'EagerProcedureCall', 'LoadCSV'))
+
 # Tries of a write Neo4j rolled back for a deadlock.
 WRITE_ATTEMPTS = 5
 
@@ -191,6 +196,41 @@ class Neo4jEngine(engine.Engine):
                 section.rolled_back = True
             except neo4j.exceptions.Neo4jError as exc:
                 raise engine.GraphError('commit: %s' % exc) from exc
+
+    def check_scorer_query(self, text, timeout):
+        try:
+            with self._session(neo4j.READ_ACCESS) as session:
+                result = session.run(neo4j.Query('EXPLAIN ' + text,
+                                                 timeout=timeout))
+                columns = list(result.keys())
+                summary = result.consume()
+        except (neo4j.exceptions.Neo4jError,
+                neo4j.exceptions.DriverError) as exc:
+            raise engine.RefusedQuery(str(exc)) from exc
+        if summary.query_type != 'r':
+            raise engine.RefusedQuery('the query may only read')
+        refused = set()
+        pending = [summary.plan or {}]
+        while pending:
+            operator = pending.pop()
+            kind = operator.get('operatorType', '').split('@')[0]
+            if kind in _REFUSED_OPERATORS:
+                refused.add(kind)
+            pending.extend(operator.get('children') or ())
+        if refused:
+            raise engine.RefusedQuery('the query may not use %s'
+                                      % ', '.join(sorted(refused)))
+        return columns
+
+    def run_scorer_query(self, text, timeout):
+        try:
+            with self._session(neo4j.READ_ACCESS) as session:
+                return [{key: _plain(value) for key, value in record.items()}
+                        for record in session.run(
+                            neo4j.Query(text, timeout=timeout))]
+        except (neo4j.exceptions.Neo4jError,
+                neo4j.exceptions.DriverError) as exc:
+            raise engine.GraphError('scorer query: %s' % exc) from exc
 
     def read(self, statement, **params):
         return self._run(statement, params, read_only=True)

@@ -10,11 +10,13 @@ process reloads the values (one read) when they changed.
 """
 import json
 
+from tachyon_placement.domain import errors
 from tachyon_placement.graph import cypher
 from tachyon_placement.graph import definitions
 from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
 from tachyon_placement.telemetry import metrics
+from tachyon_placement.weighing import model as weighing_model
 
 METRICS = definitions.Kind('Metric', 'metric', 'metrics')
 
@@ -95,6 +97,35 @@ class TelemetryStore:
         """{metric name: (collected_at ms, {provider uuid: value})}."""
         return {row['name']: (row['collected_at'], json.loads(row['values']))
                 for row in self.engine.read(VALUES)}
+
+    def check_cypher_scorer(self, query, timeout):
+        """Raise domain Invalid unless ``query`` is a read-only query,
+        without procedures or files, returning the columns uuid and
+        score, that the engine plans (and runs) within ``timeout``."""
+        try:
+            columns = self.engine.check_scorer_query(query, timeout)
+        except engine.RefusedQuery as exc:
+            raise errors.Invalid('cypher scorer refused: %s' % exc)
+        missing = [column for column in weighing_model.CYPHER_COLUMNS
+                   if column not in columns]
+        if missing:
+            raise errors.Invalid(
+                'cypher scorer refused: it must return the columns %s '
+                '(it returns %s)' % (', '.join(weighing_model.CYPHER_COLUMNS),
+                                     ', '.join(columns) or 'none'))
+
+    def cypher_scores(self, query, timeout):
+        """{provider uuid: score} of a checked Cypher scorer; rows whose
+        score is no finite number are left out."""
+        scores = {}
+        for row in self.engine.run_scorer_query(query, timeout):
+            score = row.get('score')
+            if (isinstance(score, (int, float)) and not isinstance(
+                    score, bool) and score == score
+                    and abs(score) != float('inf')
+                    and isinstance(row.get('uuid'), str)):
+                scores[row['uuid']] = float(score)
+        return scores
 
     def take_telemetry_lease(self, holder, ttl_seconds):
         """Whether ``holder`` holds (took or renewed) the collector's

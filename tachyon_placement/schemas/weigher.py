@@ -27,6 +27,12 @@ SCORER = {'oneOf': [
                                   'pattern': common.TACHYON_NAME_PATTERN},
                        'higher_is_better': {'type': 'boolean'}},
             required=['metric']),
+    # A read-only query returning the columns uuid and score; checked by
+    # the engine when stored.
+    _scorer('cypher', {'query': {'type': 'string', 'minLength': 1,
+                                 'maxLength': 8192},
+                       'higher_is_better': {'type': 'boolean'}},
+            required=['query']),
 ]}
 
 MATCH = {

@@ -1,5 +1,6 @@
-"""The collector: queries every metric in the background and stores its
-values per provider, in one API process of the deployment at a time.
+"""The collector: queries every metric (and runs every Cypher scorer) in
+the background and stores the values per provider, in one API process of
+the deployment at a time.
 
 Every API process runs a collector thread when ``[telemetry] url`` is
 set; each cycle it takes or renews a lease in the graph, and only the
@@ -20,6 +21,9 @@ from oslo_log import log as logging
 import prometheus_api_client
 import requests
 from urllib3.util import retry as urllib3_retry
+
+from tachyon_placement.graph import engine as graph_engine
+from tachyon_placement.weighing import model as weighing_model
 
 LOG = logging.getLogger(__name__)
 
@@ -62,52 +66,78 @@ class PrometheusSource:
 
 
 class Collector:
-    """One cycle: ``collect_once``; the thread: ``start``/``stop``."""
+    """One cycle: ``collect_once``; the thread: ``start``/``stop``.
 
-    def __init__(self, store, source, interval, clock=time.time):
+    It collects the metrics from ``source`` (None: no Prometheus
+    configured) and runs the weighers' Cypher scorers (each within
+    ``query_timeout`` seconds), storing their results beside the metrics'
+    values (weighing.model.cypher_signal).
+    """
+
+    def __init__(self, store, source, interval, query_timeout=5.0,
+                 clock=time.time):
         self.store = store
         self.source = source
         self.interval = interval
+        self.query_timeout = query_timeout
         self.clock = clock
         self.holder = uuid.uuid4().hex
         self._failing = set()   # metrics in an outage (warned once)
         self._stop = threading.Event()
         self._thread = None
 
+    def _sources(self):
+        """[(name to store under, what to call it in logs, how to get
+        its values)] of everything there is to collect."""
+        sources = []
+        world = self.store.worlds.current()
+        if self.source is not None:
+            roots_by_name = {record.provider.name: record.uuid
+                             for record in world.roots}
+            for metric in self.store.list_metrics():
+                sources.append((metric.name, 'metric %s' % metric.name,
+                                lambda metric=metric: metric.values(
+                                    self.source.query(metric.query),
+                                    roots_by_name, world.records)))
+        queries = {weigher.scorer['query'] for weigher in world.weighers
+                   if weigher.scorer['type'] == weighing_model.CYPHER}
+        for query in sorted(queries):
+            sources.append((weighing_model.cypher_signal(query),
+                            'Cypher scorer %.60r' % query,
+                            lambda query=query: self.store.cypher_scores(
+                                query, self.query_timeout)))
+        return sources
+
     def collect_once(self):
-        """Collect every metric if this process holds the lease; how many
-        metrics it stored (None: another process collects)."""
-        if not self.store.take_telemetry_lease(
+        """Collect everything if this process holds the lease; how many
+        sources it stored (None: nothing to collect, or another process
+        collects)."""
+        sources = self._sources()
+        if not sources or not self.store.take_telemetry_lease(
                 self.holder, self.interval * LEASE_INTERVALS):
             return None
-        world = self.store.worlds.current()
-        roots_by_name = {record.provider.name: record.uuid
-                         for record in world.roots}
-        defined = self.store.list_metrics()
         stored = 0
-        for metric in defined:
+        for name, label, collect in sources:
             try:
-                series = self.source.query(metric.query)
-                values = metric.values(series, roots_by_name, world.records)
+                values = collect()
             except (requests.RequestException, ValueError, KeyError,
-                    TypeError,
+                    TypeError, graph_engine.GraphError,
                     prometheus_api_client.PrometheusApiClientException
                     ) as exc:
-                if metric.name not in self._failing:
-                    self._failing.add(metric.name)
-                    LOG.warning('Telemetry: metric %s cannot be collected '
-                                '(%s); its last values count until they '
-                                'are older than the staleness limit',
-                                metric.name, exc)
+                if name not in self._failing:
+                    self._failing.add(name)
+                    LOG.warning('Telemetry: %s cannot be collected (%s); '
+                                'its last values count until they are '
+                                'older than the staleness limit',
+                                label, exc)
                 continue
-            if metric.name in self._failing:
-                self._failing.discard(metric.name)
-                LOG.info('Telemetry: metric %s is collected again',
-                         metric.name)
-            self.store.store_metric_values(
-                metric.name, values, int(self.clock() * 1000))
+            if name in self._failing:
+                self._failing.discard(name)
+                LOG.info('Telemetry: %s is collected again', label)
+            self.store.store_metric_values(name, values,
+                                           int(self.clock() * 1000))
             stored += 1
-        self.store.drop_metric_values({metric.name for metric in defined})
+        self.store.drop_metric_values({name for name, _, _ in sources})
         return stored
 
     def _run(self):
@@ -138,9 +168,10 @@ class Collector:
 
 
 def start_collector(conf, store):
-    """The collector of this process, running, or None without
-    ``[telemetry] url``."""
-    if not conf.telemetry.url:
-        return None
-    return Collector(store, PrometheusSource(conf),
-                     conf.telemetry.refresh_interval).start()
+    """The collector of this process, running: it queries Prometheus or
+    Aetos when ``[telemetry] url`` is set, and runs the Cypher scorers of
+    the weighers in any case (it takes the lease only when there is
+    something to collect)."""
+    source = PrometheusSource(conf) if conf.telemetry.url else None
+    return Collector(store, source, conf.telemetry.refresh_interval,
+                     query_timeout=conf.telemetry.query_timeout).start()

@@ -1,12 +1,23 @@
 """A weigher: a name, a multiplier, the requests it applies to, a scorer."""
 import dataclasses
+import hashlib
 
 # Scorer types and what each takes (the API schema checks the shapes).
 USAGE = 'usage'            # resource_class, mode: pack | spread
 TRAITS = 'traits'          # prefer: [trait], avoid: [trait]
 AGGREGATES = 'aggregates'  # prefer: [aggregate uuid], avoid: [...]
 METRIC = 'metric'          # metric: name, higher_is_better: bool
-SCORER_TYPES = (USAGE, TRAITS, AGGREGATES, METRIC)
+CYPHER = 'cypher'          # query: read-only Cypher returning uuid, score;
+#                            higher_is_better: bool (default true)
+SCORER_TYPES = (USAGE, TRAITS, AGGREGATES, METRIC, CYPHER)
+CYPHER_COLUMNS = ('uuid', 'score')
+
+
+def cypher_signal(query):
+    """The name under which the collector stores a Cypher scorer's
+    results beside the metrics' values (the same query, the same
+    results, whichever weigher runs it)."""
+    return 'cypher:' + hashlib.sha256(query.encode('utf-8')).hexdigest()[:16]
 PACK = 'pack'
 SPREAD = 'spread'
 

@@ -47,7 +47,19 @@ def metric(spec, tree, signals):
     """The metric's value for the tree: its root's, else the mean of its
     providers' (a metric mapped to NUMA nodes or devices); ``higher`` is
     better or, by default, lower (a utilisation).  No fresh value: None."""
-    values = signals.get(spec['metric'])
+    return _tree_value(signals.get(spec['metric']), tree,
+                       spec.get('higher_is_better', False))
+
+
+def cypher(spec, tree, signals):
+    """What the operator's query scored the tree (its root, else the mean
+    of its providers), as the collector last ran it; higher is better
+    unless ``higher_is_better`` is false."""
+    return _tree_value(signals.get(model.cypher_signal(spec['query'])),
+                       tree, spec.get('higher_is_better', True))
+
+
+def _tree_value(values, tree, higher_is_better):
     if not values:
         return None
     value = values.get(_root(tree).uuid)
@@ -57,7 +69,7 @@ def metric(spec, tree, signals):
         if not found:
             return None
         value = sum(found) / len(found)
-    return value if spec.get('higher_is_better', False) else -value
+    return value if higher_is_better else -value
 
 
 def _root(tree):
@@ -69,6 +81,7 @@ SCORERS = {
     model.TRAITS: traits,
     model.AGGREGATES: aggregates,
     model.METRIC: metric,
+    model.CYPHER: cypher,
 }
 
 

@@ -3,6 +3,7 @@ candidates (see tachyon_placement/weighing), managed by operators."""
 from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.api.handlers import tachyon
+from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.policies import weigher as policies
 from tachyon_placement.schemas import weigher as schema
 from tachyon_placement.weighing import model
@@ -31,6 +32,12 @@ def put_weigher(req):
     match = data.get('match') or {}
     if match.get('min_groups', 1) > match.get('max_groups', 1000):
         raise errors.BadRequest('match: min_groups exceeds max_groups.')
+    if data['scorer']['type'] == model.CYPHER:
+        try:
+            req.store.check_cypher_scorer(data['scorer']['query'],
+                                          req.conf.telemetry.query_timeout)
+        except domain_errors.Invalid as exc:
+            raise errors.BadRequest(exc.message)
     return tachyon.stored(req, req.store.put_weigher,
                           model.Weigher.from_document(name, data),
                           data.get('generation'))

@@ -243,3 +243,35 @@ def test_through_aetos(tmp_path, prom, exporter):
     finally:
         api.stop()
         aetos.stop()
+
+
+def test_a_cypher_scorer_orders_candidates(tmp_path):
+    """The collector runs a weigher's read-only Cypher query in the
+    background (no Prometheus needed) and the order follows it."""
+    api = served.ServedPlacement(tmp_path / 'api', extra_conf=(
+        '[telemetry]\nrefresh_interval = 1\n')).start()
+    try:
+        _create_hosts(api)
+        # Score each host by the VCPU it has left: host-b gets busy.
+        status, body = api.request(
+            'PUT', '/allocations/dddddddd-0000-4000-8000-000000000001',
+            {'allocations': {UUIDS['host-b']: {'resources': {'VCPU': 6}}},
+             'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+             'consumer_type': 'INSTANCE'})
+        assert status == 204, body
+        query = ('MATCH (rp:ResourceProvider)-[inv:PROVIDES]->'
+                 "(:ResourceClass {name: 'VCPU'}) "
+                 'RETURN rp.uuid AS uuid, '
+                 'inv.total - coalesce(inv.used, 0) AS score')
+        _ok(api.request('PUT', '/tachyon/weighers/most-vcpu-left', {
+            'weight': 1, 'scorer': {'type': 'cypher', 'query': query}}))
+        # host-a and host-c tie (Placement's order between them).
+        _wait_for_order(api, ['host-a', 'host-c', 'host-b'], 15)
+        _ok(api.request('PUT', '/tachyon/weighers/most-vcpu-left', {
+            'weight': 1, 'generation': 0,
+            'scorer': {'type': 'cypher', 'query': query,
+                       'higher_is_better': False}}))
+        _wait_for_order(api, ['host-b', 'host-a', 'host-c'], 15)
+        assert 'cannot be collected' not in _log(api)
+    finally:
+        api.stop()

@@ -209,3 +209,16 @@ def test_option_key_orders_providers_of_a_slot_by_usage():
         empty, resources=(('VGPU', 1),)) == 0
     assert ranking.option_key([weigher('t', {'type': 'traits',
                                               'prefer': ['X']})]) is None
+
+
+def test_cypher_scorer_reads_what_the_collector_stored_for_its_query():
+    query = 'MATCH (rp:ResourceProvider) RETURN rp.uuid AS uuid, 1 AS score'
+    spec = {'type': 'cypher', 'query': query}
+    signals = {model.cypher_signal(query): {'half': 3.0, 'busy': 1.0}}
+    assert scorers.score(spec, TREES['half'], signals) == 3.0
+    assert scorers.score(dict(spec, higher_is_better=False), TREES['half'],
+                         signals) == -3.0
+    assert scorers.score(spec, TREES['idle'], signals) is None
+    # Another query text, another result set.
+    assert scorers.score(dict(spec, query=query + ' LIMIT 1'),
+                         TREES['half'], signals) is None
