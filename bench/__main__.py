@@ -12,6 +12,7 @@ end, on error, on Ctrl-C, on SIGTERM and when --timeout expires.
 """
 import argparse
 import datetime
+import json
 import os
 import platform
 import signal
@@ -96,6 +97,13 @@ def parse_args(argv):
                         'e.g. placement.max_allocation_candidates=1000')
     p.add_argument('--placement-conf', action='append', default=[],
                    metavar='SECTION.KEY=VALUE')
+    p.add_argument('--tachyon-weigher', action='append', default=[],
+                   metavar='NAME=JSON',
+                   help="a weigher to store in Tachyon after the load "
+                        "(PUT /tachyon/weighers/NAME with the JSON body; "
+                        "repeatable), e.g. spread='{\"weight\": 1, "
+                        "\"scorer\": {\"type\": \"usage\", "
+                        "\"resource_class\": \"VCPU\"}}'")
     p.add_argument('--tachyon-conf', action='append', default=[],
                    metavar='SECTION.KEY=VALUE')
     p.add_argument('--mariadb-buffer-pool', default='256M')
@@ -156,6 +164,27 @@ def machine_info():
 
 def _say(msg):
     svcs.log(msg)
+
+
+def store_weighers(client, specs):
+    """PUT each NAME=JSON of ``specs`` to /tachyon/weighers/NAME; the
+    stored documents."""
+    stored = {}
+    for spec in specs:
+        name, _, body = spec.partition('=')
+        try:
+            document = json.loads(body)
+        except ValueError as exc:
+            raise SystemExit('--tachyon-weigher %s: bad JSON: %s'
+                             % (name, exc))
+        response = client.request('PUT', '/tachyon/weighers/%s' % name,
+                                  document)
+        if response.status != 201:
+            raise SystemExit('--tachyon-weigher %s: %s %s' % (
+                name, response.status, response.body[:500]))
+        stored[name] = response.json()
+        _say('tachyon: weigher %s stored' % name)
+    return stored
 
 
 # Most throwaway loads of the Neo4j warm-up (see warm_up).
@@ -255,6 +284,9 @@ def run(args, results, started, sampler_box):
         _say('%s: loaded in %ss' % (svc.label, res.get('total_seconds')))
     loaded = {n: c for n, c in clients.items()
               if 'error' not in results['load'][n]}
+    if 'tachyon' in loaded and args.tachyon_weigher:
+        results['weighers'] = store_weighers(loaded['tachyon'],
+                                             args.tachyon_weigher)
 
     def record(name, description, stats, kind):
         sampler.sample()

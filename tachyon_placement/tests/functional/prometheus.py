@@ -16,6 +16,32 @@ from tachyon_placement.tests.functional import served
 SCRAPE_SECONDS = 1
 
 
+def _start(argv, log_path, ready_url, timeout=60):
+    """Start ``argv`` logging to ``log_path``; the process, once
+    ``ready_url`` answers 200."""
+    with open(log_path, 'ab') as log:
+        process = subprocess.Popen(argv, stdout=log,
+                                   stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError('%s exited (log: %s)' % (argv[0], log_path))
+        try:
+            with urllib.request.urlopen(ready_url, timeout=2) as response:
+                if response.status == 200:
+                    return process
+        except OSError:
+            time.sleep(0.2)
+    _stop(process)
+    raise RuntimeError('%s did not start (log: %s)' % (argv[0], log_path))
+
+
+def _stop(process):
+    if process and process.poll() is None:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 class Exporter:
     """Per-host CPU utilisation, as node_exporter-based recording rules
     give it: ``host_cpu_utilisation{instance="<host>:9100"}``."""
@@ -66,30 +92,17 @@ class Prometheus:
     def url(self):
         return 'http://127.0.0.1:%d' % self.port
 
-    def start(self, timeout=60):
-        log = open(os.path.join(self.workdir, 'prometheus.log'), 'ab')
-        self.process = subprocess.Popen(
+    def start(self):
+        self.process = _start(
             [self.binary, '--config.file=%s' % self.config,
              '--storage.tsdb.path=%s' % os.path.join(self.workdir, 'data'),
              '--web.listen-address=127.0.0.1:%d' % self.port],
-            stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError('prometheus exited')
-            try:
-                with urllib.request.urlopen(self.url + '/-/ready',
-                                            timeout=2) as response:
-                    if response.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError('prometheus did not start')
+            os.path.join(self.workdir, 'prometheus.log'),
+            self.url + '/-/ready')
+        return self
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+        _stop(self.process)
 
 
 # Serves Aetos's WSGI application (argv: config file, port).
@@ -128,25 +141,13 @@ class Aetos:
     def url(self):
         return 'http://127.0.0.1:%d' % self.port
 
-    def start(self, timeout=60):
-        log = open(os.path.join(self.workdir, 'aetos.log'), 'ab')
-        self.process = subprocess.Popen(
+    def start(self):
+        self.process = _start(
             [sys.executable, '-c', _AETOS_SERVER, self.config,
-             str(self.port)], stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError('aetos exited')
-            try:
-                with urllib.request.urlopen(self.url + '/healthcheck',
-                                            timeout=2) as response:
-                    if response.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError('aetos did not start')
+             str(self.port)],
+            os.path.join(self.workdir, 'aetos.log'),
+            self.url + '/healthcheck')
+        return self
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+        _stop(self.process)
