@@ -175,9 +175,10 @@ class CandidateStore:
         return WorldReader(self.worlds.current()).weighed(
             anchors, request, staleness_limit, subset_size)
 
-    def option_key(self, request):
+    def option_key(self, request, staleness_limit):
         """As WorldReader.option_key."""
-        return WorldReader(self.worlds.current()).option_key(request)
+        return WorldReader(self.worlds.current()).option_key(
+            request, staleness_limit)
 
     def order_roots(self, uuids):
         """The root providers among ``uuids``, oldest first."""
@@ -304,14 +305,18 @@ class WorldReader:
                                 staleness_limit * 1000).order(anchors)
         return ranking.spread(ordered, subset_size, random)
 
-    def option_key(self, request):
+    def option_key(self, request, staleness_limit):
         """How the weighers that apply to ``request`` order the providers
         of a slot within a tree (weighing.ranking.option_key), or None."""
         world = self.world
         if not world.weighers:
             return None
-        return ranking.option_key(ranking.applicable(world.weighers,
-                                                     request))
+        weighers = ranking.applicable(world.weighers, request)
+        if not weighers:
+            return None
+        ranked = world.ranking(weighers, int(time.time() * 1000),
+                               staleness_limit * 1000)
+        return ranking.option_key(weighers, ranked.provider_scores())
 
     def order_roots(self, uuids):
         world = self.world

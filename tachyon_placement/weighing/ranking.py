@@ -39,6 +39,9 @@ class Ranking:
         ``updated``); computed from ``trees`` otherwise."""
         signals = signals or {}
         self.weighers = tuple(weighers)
+        self._signals = signals
+        self._roots = frozenset(trees)
+        self._provider_scores = None
         # {weigher name: {root: raw score}} and {weigher name: {root:
         # normalised score}}, for explanations.
         self.raw = raw or {
@@ -54,6 +57,33 @@ class Ranking:
             for root, value in normal.items():
                 self.scores[root] = (self.scores.get(root, 0.0)
                                      + weigher.weight * value)
+
+    def provider_scores(self):
+        """{provider uuid: weighted, normalised score} of the providers
+        below the roots that metric and Cypher weighers have values for
+        (a metric per NUMA node or device): how they order the providers
+        within a host (see option_key).  Made once per Ranking."""
+        if self._provider_scores is None:
+            scores = {}
+            for weigher in self.weighers:
+                scorer = weigher.scorer
+                if scorer['type'] == model.METRIC:
+                    values = self._signals.get(scorer['metric'])
+                    higher = scorer.get('higher_is_better', False)
+                elif scorer['type'] == model.CYPHER:
+                    values = self._signals.get(
+                        model.cypher_signal(scorer['query']))
+                    higher = scorer.get('higher_is_better', True)
+                else:
+                    continue
+                below = {uuid: (value if higher else -value)
+                         for uuid, value in (values or {}).items()
+                         if uuid not in self._roots}
+                for uuid, value in normalize(below).items():
+                    scores[uuid] = (scores.get(uuid, 0.0)
+                                    + weigher.weight * value)
+            self._provider_scores = scores
+        return self._provider_scores
 
     def updated(self, trees, signals, changed_roots):
         """The Ranking of the same weighers and signals after the trees of
@@ -100,22 +130,25 @@ def spread(ordered, subset_size, rng):
     return head + list(ordered[subset_size:])
 
 
-def option_key(weighers):
+def option_key(weighers, provider_scores=None):
     """Within a tree, the order in which the candidate search tries the
     providers of a slot: by the usage weighers of the classes the slot
     asks for (spread: the emptiest first, e.g. the least loaded NUMA node
-    or PF; pack: the fullest), weighted; a key for
-    domain.candidates.Settings.option_key, or None when no usage weigher
-    applies (Placement's order)."""
+    or PF; pack: the fullest) and by ``provider_scores`` (metric and
+    Cypher weighers' values of providers below the roots, see
+    Ranking.provider_scores), weighted; a key for
+    domain.candidates.Settings.option_key, or None when neither applies
+    (Placement's order)."""
     usage = [(weigher.weight, weigher.scorer['resource_class'],
               weigher.scorer.get('mode', model.SPREAD) == model.PACK)
              for weigher in weighers if weigher.scorer['type'] == model.USAGE]
-    if not usage:
+    provider_scores = provider_scores or {}
+    if not (usage or provider_scores):
         return None
 
     def key(node, resources):
         asked = {rc for rc, _amount in resources}
-        total = 0.0
+        total = provider_scores.get(node.uuid, 0.0)
         for weight, rc, pack in usage:
             inventory = node.inventories.get(rc) if rc in asked else None
             if inventory is None or inventory.capacity <= 0:

@@ -227,11 +227,12 @@ def find(req, groups, wide):
     # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
     summary = request_summary(groups, wide)
-    anchors = reader.weighed(reader.order_roots(roots), summary,
-                             req.conf.telemetry.staleness_limit,
+    staleness = req.conf.telemetry.staleness_limit
+    anchors = reader.weighed(reader.order_roots(roots), summary, staleness,
                              req.conf.weighing.host_subset_size)
+    option_key = reader.option_key(summary, staleness)
     return domain.find_candidates(
-        snapshot, groups, wide, _settings(req, reader.option_key(summary)),
+        snapshot, groups, wide, _settings(req, option_key),
         in_tree_roots=in_tree_roots, anchors=anchors, load=load)
 
 

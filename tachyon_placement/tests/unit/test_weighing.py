@@ -222,3 +222,21 @@ def test_cypher_scorer_reads_what_the_collector_stored_for_its_query():
     # Another query text, another result set.
     assert scorers.score(dict(spec, query=query + ' LIMIT 1'),
                          TREES['half'], signals) is None
+
+
+def test_metric_values_of_numa_nodes_order_providers_within_a_host():
+    free = weigher('numa-free', {'type': 'metric', 'metric': 'numa_free',
+                                 'higher_is_better': True})
+    numa0, numa1 = (record('idle-numa0', parent='idle'),
+                    record('idle-numa1', parent='idle'))
+    trees = {'idle': [TREES['idle'][0], numa0, numa1]}
+    signals = {'numa_free': {'idle-numa0': 100.0, 'idle-numa1': 900.0,
+                             # a root's value says nothing of its children
+                             'idle': 5.0}}
+    ranked = ranking.Ranking([free], trees, signals)
+    assert ranked.provider_scores() == {'idle-numa1': 1.0}
+    key = ranking.option_key([free], ranked.provider_scores())
+    assert sorted([numa0, numa1], key=lambda node: key(
+        node, resources=(('MEMORY_MB', 1),))) == [numa1, numa0]
+    # No usage weigher and no provider values: Placement's order.
+    assert ranking.option_key([free], {}) is None
