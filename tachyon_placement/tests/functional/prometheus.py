@@ -51,12 +51,23 @@ class Exporter:
         self.cpu = prometheus_client.Gauge(
             'host_cpu_utilisation', 'CPU utilisation of a host, percent',
             ['instance'], registry=self.registry)
+        self.numa_free = None
         self.port = served.free_port()
         self.server, self.thread = prometheus_client.start_http_server(
             self.port, addr='127.0.0.1', registry=self.registry)
 
     def set_cpu(self, host, percent):
         self.cpu.labels(instance='%s:9100' % host).set(percent)
+
+    def set_numa_free(self, provider_uuid, megabytes):
+        """Free memory of a NUMA node, by the uuid of its provider (as a
+        recording rule joining node_memory_numa_MemFree to Nova's NUMA
+        providers would give it)."""
+        if self.numa_free is None:
+            self.numa_free = prometheus_client.Gauge(
+                'numa_free_megabytes', 'Free memory of a NUMA node',
+                ['provider'], registry=self.registry)
+        self.numa_free.labels(provider=provider_uuid).set(megabytes)
 
     def stop(self):
         self.server.shutdown()

@@ -275,3 +275,44 @@ def test_a_cypher_scorer_orders_candidates(tmp_path):
         assert 'cannot be collected' not in _log(api)
     finally:
         api.stop()
+
+
+def test_numa_metrics_choose_the_numa_node_within_a_host(api, exporter):
+    """A metric per NUMA node (target provider) orders the candidates of
+    one host: the NUMA node with the most free memory comes first."""
+    root = 'cccccccc-0000-4000-8000-0000000000f0'
+    numa = ['cccccccc-0000-4000-8000-0000000000f%d' % n for n in (1, 2)]
+    _ok(api.request('POST', '/resource_providers',
+                    {'name': 'numa-host', 'uuid': root}))
+    for number, uuid in enumerate(numa):
+        _ok(api.request('POST', '/resource_providers', {
+            'name': 'numa-host_NUMA%d' % number, 'uuid': uuid,
+            'parent_provider_uuid': root}))
+        _ok(api.request('PUT', '/resource_providers/%s/inventories' % uuid,
+                        {'resource_provider_generation': 0,
+                         'inventories': {'MEMORY_MB': {'total': 4096}}}))
+    exporter.set_numa_free(numa[0], 100)
+    exporter.set_numa_free(numa[1], 3000)
+
+    def first_numa():
+        body = _ok(api.request(
+            'GET', '/allocation_candidates?resources1=MEMORY_MB:64'))
+        return [next(iter(item['allocations']))
+                for item in body['allocation_requests']]
+
+    assert first_numa() == numa  # Placement's order
+    _ok(api.request('PUT', '/tachyon/metrics/numa_free', {
+        'query': 'numa_free_megabytes', 'label': 'provider',
+        'target': 'provider'}))
+    _ok(api.request('PUT', '/tachyon/weighers/most-free-numa', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'numa_free',
+                                'higher_is_better': True}}))
+    deadline = time.monotonic() + 30
+    while first_numa() != numa[::-1] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert first_numa() == numa[::-1]
+    exporter.set_numa_free(numa[0], 4000)
+    deadline = time.monotonic() + 15
+    while first_numa() != numa and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert first_numa() == numa
