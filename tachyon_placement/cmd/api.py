@@ -5,8 +5,10 @@ callable ``tachyon_placement.wsgi.api:application`` under uwsgi, gunicorn
 or mod_wsgi.
 """
 import signal
+import socket
 import socketserver
 import sys
+import time
 from wsgiref import simple_server
 
 from oslo_config import cfg
@@ -29,6 +31,12 @@ cli_opts = [
 ]
 
 
+# How long and how much a closing connection reads of what the client
+# still sends (see ThreadingWSGIServer.shutdown_request).
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 8 * 1024 * 1024
+
+
 class ThreadingWSGIServer(socketserver.ThreadingMixIn,
                           simple_server.WSGIServer):
     daemon_threads = True
@@ -37,6 +45,27 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn,
     # dozen clients (nova-compute periodic tasks, a concurrency test)
     # connected at once.
     request_queue_size = 128
+
+    def shutdown_request(self, request):
+        """Close the way a web server should (a "lingering close"): send
+        the end of the response, then read and drop what the client is
+        still sending before closing.  A handler may answer without
+        reading the body (a 400 on the query string); closing with that
+        body unread would reset the connection under the client while it
+        still sends, and it would never see the answer."""
+        try:
+            request.shutdown(socket.SHUT_WR)
+            request.settimeout(LINGER_SECONDS)
+            deadline = time.monotonic() + LINGER_SECONDS
+            drained = 0
+            while time.monotonic() < deadline and drained < LINGER_BYTES:
+                chunk = request.recv(65536)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:
+            pass
+        self.close_request(request)
 
 
 class QuietHandler(simple_server.WSGIRequestHandler):
