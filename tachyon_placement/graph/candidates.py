@@ -290,33 +290,35 @@ class WorldReader:
         return {uuid: records[uuid].root_uuid for uuid in uuids
                 if uuid in records}
 
-    def weighed(self, anchors, request, staleness_limit, subset_size=1):
-        """``anchors`` in the order of the weighers that apply to
-        ``request`` (a weighing.model.RequestSummary), with the metric
-        values at most ``staleness_limit`` seconds old, the best
-        ``subset_size`` shuffled; unchanged when no weigher applies."""
+    def _ranking(self, request, staleness_limit):
+        """The Ranking of the weighers that apply to ``request`` (a
+        weighing.model.RequestSummary), with the metric values at most
+        ``staleness_limit`` seconds old; None when no weigher applies."""
         world = self.world
         if not world.weighers:
-            return anchors
+            return None
         weighers = ranking.applicable(world.weighers, request)
         if not weighers:
+            return None
+        return world.ranking(weighers, int(time.time() * 1000),
+                             staleness_limit * 1000)
+
+    def weighed(self, anchors, request, staleness_limit, subset_size=1):
+        """``anchors`` best first for the weighers that apply to
+        ``request``, the best ``subset_size`` shuffled; unchanged when no
+        weigher applies."""
+        ranked = self._ranking(request, staleness_limit)
+        if ranked is None:
             return anchors
-        ordered = world.ranking(weighers, int(time.time() * 1000),
-                                staleness_limit * 1000).order(anchors)
-        return ranking.spread(ordered, subset_size, random)
+        return ranking.spread(ranked.order(anchors), subset_size, random)
 
     def option_key(self, request, staleness_limit):
         """How the weighers that apply to ``request`` order the providers
         of a slot within a tree (weighing.ranking.option_key), or None."""
-        world = self.world
-        if not world.weighers:
+        ranked = self._ranking(request, staleness_limit)
+        if ranked is None:
             return None
-        weighers = ranking.applicable(world.weighers, request)
-        if not weighers:
-            return None
-        ranked = world.ranking(weighers, int(time.time() * 1000),
-                               staleness_limit * 1000)
-        return ranking.option_key(weighers, ranked.provider_scores())
+        return ranking.option_key(ranked.weighers, ranked.provider_scores())
 
     def order_roots(self, uuids):
         world = self.world
