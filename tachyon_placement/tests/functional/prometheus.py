@@ -42,6 +42,21 @@ def _stop(process):
         process.wait(timeout=30)
 
 
+class _LoopbackServer:
+    """A server process of a test on a loopback port: ``port``, and
+    ``process`` once started."""
+
+    port = None
+    process = None
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    def stop(self):
+        _stop(self.process)
+
+
 class Exporter:
     """Per-host CPU utilisation, as node_exporter-based recording rules
     give it: ``host_cpu_utilisation{instance="<host>:9100"}``."""
@@ -74,7 +89,7 @@ class Exporter:
         self.server.server_close()
 
 
-class Prometheus:
+class Prometheus(_LoopbackServer):
     def __init__(self, workdir, exporter_port):
         self.binary = shutil.which('prometheus')
         if self.binary is None:
@@ -99,10 +114,6 @@ class Prometheus:
                 % (SCRAPE_SECONDS, SCRAPE_SECONDS, exporter_port))
         self.process = None
 
-    @property
-    def url(self):
-        return 'http://127.0.0.1:%d' % self.port
-
     def start(self):
         self.process = _start(
             [self.binary, '--config.file=%s' % self.config,
@@ -112,8 +123,6 @@ class Prometheus:
             self.url + '/-/ready')
         return self
 
-    def stop(self):
-        _stop(self.process)
 
 
 # Serves Aetos's WSGI application (argv: config file, port).
@@ -127,7 +136,7 @@ simple_server.make_server('127.0.0.1', int(sys.argv[2]),
 '''
 
 
-class Aetos:
+class Aetos(_LoopbackServer):
     """OpenStack's Keystone-aware Prometheus proxy (PyPI aetos) in front of
     a Prometheus, with ``auth_mode = noauth``: without Keystone no token
     says who asks, so the policy lets every caller query all projects
@@ -148,10 +157,6 @@ class Aetos:
                       % (prometheus_port, policy))
         self.process = None
 
-    @property
-    def url(self):
-        return 'http://127.0.0.1:%d' % self.port
-
     def start(self):
         self.process = _start(
             [sys.executable, '-c', _AETOS_SERVER, self.config,
@@ -160,5 +165,3 @@ class Aetos:
             self.url + '/healthcheck')
         return self
 
-    def stop(self):
-        _stop(self.process)
