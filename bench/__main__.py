@@ -24,6 +24,7 @@ from bench import client as http
 from bench import cloud as cloud_mod
 from bench import report
 from bench import services as svcs
+from bench import telemetry
 from bench import workloads as wl
 
 SCHED_QUERY = 'flat (%s)' % wl.FLAT['resources']
@@ -106,6 +107,14 @@ def parse_args(argv):
                         "\"resource_class\": \"VCPU\"}}'")
     p.add_argument('--tachyon-conf', action='append', default=[],
                    metavar='SECTION.KEY=VALUE')
+    p.add_argument('--telemetry', action='store_true',
+                   help='run the candidate workloads on Tachyon again with '
+                        'three weighers over two metrics that it collects '
+                        'from a Prometheus the bench runs (see '
+                        'bench/telemetry.py)')
+    p.add_argument('--telemetry-refresh', type=int, default=10,
+                   help="Tachyon's [telemetry] refresh_interval with "
+                        '--telemetry (default 10 s)')
     p.add_argument('--mariadb-buffer-pool', default='256M')
     p.add_argument('--tachyon-python', default=None,
                    help='interpreter that can import tachyon_placement '
@@ -246,10 +255,17 @@ def run(args, results, started, sampler_box):
         services.append(svcs.PlacementService(
             py, args.workers, args.threads, args.conf + args.placement_conf,
             args.mariadb_buffer_pool))
+    telemetry_conf = []
     if 'tachyon' in args.services:
         py = svcs.tachyon_python(args.tachyon_python)
+        if args.telemetry:
+            feed = telemetry.Telemetry(cloud, py, args.telemetry_refresh)
+            started.append(feed)
+            feed.start()
+            telemetry_conf = feed.conf()
         services.append(svcs.TachyonService(
-            py, args.workers, args.threads, args.conf + args.tachyon_conf,
+            py, args.workers, args.threads,
+            args.conf + telemetry_conf + args.tachyon_conf,
             engine=args.engine, neo4j_heap=args.neo4j_heap))
     for svc in services:
         started.append(svc)
@@ -314,6 +330,10 @@ def run(args, results, started, sampler_box):
                 n, (entry[n]['latency'] or {}).get('p50_ms'),
                 entry[n]['errors']) for n in stats))
 
+    # -- the candidate workloads again, weighed by telemetry -----------------
+    if telemetry_conf and 'tachyon' in loaded:
+        weigh_reads(args, cloud, loaded['tachyon'], results, sampler, record)
+
     # -- scheduling loop -----------------------------------------------------
     touched = {n: set() for n in loaded}
     for c in args.concurrency:
@@ -365,6 +385,40 @@ def run(args, results, started, sampler_box):
         _say('%s: checking the usages of %d providers'
              % (results['services'][n]['label'], len(uuids)))
         results['checks'][n] = wl.check_usages(cl, cloud, uuids, exact)
+
+
+def weigh_reads(args, cloud, client, results, sampler, record):
+    """Store bench/telemetry.py's metrics and weighers, run the candidate
+    workloads on Tachyon alone, compare each p50 with the same workload's
+    without weighers, remove them."""
+    seconds = telemetry.store(client, 'resources=' + wl.FLAT['resources'])
+    results['telemetry'] = {'metrics': telemetry.METRICS,
+                            'weighers': telemetry.WEIGHERS,
+                            'refresh_interval': args.telemetry_refresh,
+                            'first_values_seconds': seconds}
+    _say('tachyon: %d metrics and %d weighers stored, first values after '
+         '%ss' % (len(telemetry.METRICS), len(telemetry.WEIGHERS), seconds))
+    for w in wl.read_workloads(cloud):
+        if w.name not in args.workloads or w.kind != 'candidates':
+            continue
+        name = w.name + '+weighers'
+        _say('workload %s: %s, weighed' % (name, w.description))
+        sampler.set_phase(name)
+        stats = wl.run_read(w, {'tachyon': client}, args.requests,
+                            args.read_seconds)
+        entry = record(name, '%s: GET %s, ordered by %s' % (
+            w.description, w.url, ', '.join(telemetry.WEIGHERS)),
+            stats, 'read')
+        plain = results['workloads'].get(w.name, {}).get('tachyon')
+        if plain:
+            entry['vs_unweighed'] = {
+                q: report.ratio(report.latency(entry['tachyon'], q),
+                                report.latency(plain, q))
+                for q in ('p50_ms', 'p95_ms', 'p99_ms')}
+        _say('  tachyon p50 %s ms (%s without weighers)' % (
+            report.latency(entry['tachyon'], 'p50_ms'),
+            report.latency(plain or {}, 'p50_ms')))
+    telemetry.remove(client)
 
 
 def main(argv=None):

@@ -100,7 +100,7 @@ def table(headers, rows, aligns=None):
     return '\n'.join(lines)
 
 
-def _lat(s, key):
+def latency(s, key):
     lat = s.get('latency') or {}
     return lat.get(key)
 
@@ -132,8 +132,8 @@ def workload_rows(name, per_service, labels):
             results = '%d/%d claims' % (s['claims'], s['expected_claims'])
         rows.append([
             name, labels[svc], str(s.get('ok')), err,
-            _fmt(_lat(s, 'p50_ms')), _fmt(_lat(s, 'p95_ms')),
-            _fmt(_lat(s, 'p99_ms')), _fmt(s.get('requests_per_s')),
+            _fmt(latency(s, 'p50_ms')), _fmt(latency(s, 'p95_ms')),
+            _fmt(latency(s, 'p99_ms')), _fmt(s.get('requests_per_s')),
             _fmt(s.get('claims_per_s')),
             _fmt(None if rate is None else rate * 100.0),
             _fmt(s.get('rss_peak_mib'), 0), results or ''])
@@ -146,9 +146,9 @@ def ratios(per_service):
     if not p or not t:
         return None
     return {
-        'p50': ratio(_lat(t, 'p50_ms'), _lat(p, 'p50_ms')),
-        'p95': ratio(_lat(t, 'p95_ms'), _lat(p, 'p95_ms')),
-        'p99': ratio(_lat(t, 'p99_ms'), _lat(p, 'p99_ms')),
+        'p50': ratio(latency(t, 'p50_ms'), latency(p, 'p50_ms')),
+        'p95': ratio(latency(t, 'p95_ms'), latency(p, 'p95_ms')),
+        'p99': ratio(latency(t, 'p99_ms'), latency(p, 'p99_ms')),
         'requests_per_s': ratio(t.get('requests_per_s'),
                                 p.get('requests_per_s')),
         'claims_per_s': ratio(t.get('claims_per_s'), p.get('claims_per_s')),
@@ -220,6 +220,11 @@ def render(results):
         per_service = {k: v for k, v in per.items()
                        if k in labels}
         rows += workload_rows(name, per_service, labels)
+        weighed = per.get('vs_unweighed')
+        if weighed:
+            rows.append(['', 'vs none', '', '', _x(weighed['p50_ms']),
+                         _x(weighed['p95_ms']), _x(weighed['p99_ms']), '',
+                         '', '', '', 'same workload without weighers'])
         rr = per.get('ratio')
         if rr:
             rows.append(['', 'T/P', '', '', _x(rr['p50']), _x(rr['p95']),

@@ -379,7 +379,7 @@ def tachyon_python(requested=None):
     os.makedirs(WORK_DIR, exist_ok=True)
     python = requested or sys.executable
     if _can_import(python, 'tachyon_placement'):
-        if not _can_import(python, 'gunicorn'):
+        if not _can_import(python, 'gunicorn', 'prometheus_client'):
             log('installing bench/requirements.txt into %s' % python)
             run([python, '-m', 'pip', 'install', '-q', '-r',
                  BENCH_REQUIREMENTS], 'tachyon-pip.log', env=_pip_env())

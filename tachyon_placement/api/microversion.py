@@ -25,6 +25,7 @@ TACHYON_VERSIONS = ['1.0']
 def is_tachyon_path(path):
     return path == TACHYON_PREFIX or path.startswith(TACHYON_PREFIX + '/')
 
+
 # feature name -> first microversion that has it
 FEATURES = {
     'aggregates': (1, 1),

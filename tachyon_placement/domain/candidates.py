@@ -46,7 +46,6 @@ what will not be returned.
 """
 import collections
 import dataclasses
-import functools
 import itertools
 import operator
 import random
@@ -96,9 +95,10 @@ class RequestWide:
 class Settings:
     """``[placement]`` knobs and the microversion switch for nested trees.
 
-    ``option_key``: (provider node, ((rc, amount), ...) of a slot) -> sort
-    key, to try some providers of a slot before others (the weighers'
-    preference within a tree); None keeps Placement's order.
+    ``option_key``: ((rc, amount), ...) of a slot -> a sort key of
+    provider nodes or None, to try some providers of a slot before others
+    (the weighers' preference within a tree); None (or a None key) keeps
+    Placement's order.
     """
     max_candidates: int = -1
     strategy: str = DEPTH_FIRST
@@ -899,7 +899,10 @@ def find_candidates(snapshot, groups, wide, settings=None,
         plan.exclude_nested or plan.subtree_slots or plan.shared_slots
         or (plan.isolate and len(plan.granular) > 1))
     anchor_ok = _anchor_filter(wide)
-    option_key = settings.option_key
+    option_keys = {}
+    if settings.option_key is not None:
+        option_keys = {slot.index: settings.option_key(slot.resources)
+                       for slot in slots}
     limit = wide.limit
     # Old microversions list only the providers of the surviving requests
     # in the summaries, counted before the limit: enumerate everything.
@@ -931,10 +934,10 @@ def find_candidates(snapshot, groups, wide, settings=None,
                                                           candidates)
                     if not options[slot.index]:
                         break
-                    if option_key is not None:
+                    key = option_keys.get(slot.index)
+                    if key is not None and len(options[slot.index]) > 1:
                         # Stable: equal keys keep Placement's order.
-                        options[slot.index].sort(key=functools.partial(
-                            option_key, resources=slot.resources))
+                        options[slot.index].sort(key=key)
                 else:
                     search = _AnchorSearch(anchor, slots, plan, options,
                                            rng=rng)

@@ -18,6 +18,8 @@ def cypher_signal(query):
     results beside the metrics' values (the same query, the same
     results, whichever weigher runs it)."""
     return 'cypher:' + hashlib.sha256(query.encode('utf-8')).hexdigest()[:16]
+
+
 PACK = 'pack'
 SPREAD = 'spread'
 

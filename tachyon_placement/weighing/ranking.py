@@ -42,6 +42,7 @@ class Ranking:
         self._signals = signals
         self._roots = frozenset(trees)
         self._provider_scores = None
+        self._sort_keys = None
         # {weigher name: {root: raw score}} and {weigher name: {root:
         # normalised score}}, for explanations.
         self.raw = raw or {
@@ -107,8 +108,17 @@ class Ranking:
         """``anchors`` (Placement's order) best first, ties kept."""
         if not self.scores:
             return list(anchors)
-        scores = self.scores
-        return sorted(anchors, key=lambda root: -scores.get(root, 0.0))
+        if self._sort_keys is None:
+            # Made once per Ranking: the sort then looks keys up in C.
+            keys = dict.fromkeys(self._roots, 0.0)
+            for root, score in self.scores.items():
+                keys[root] = -score
+            self._sort_keys = keys
+        try:
+            return sorted(anchors, key=self._sort_keys.__getitem__)
+        except KeyError:        # an anchor this ranking never saw
+            scores = self.scores
+            return sorted(anchors, key=lambda root: -scores.get(root, 0.0))
 
 
 def applicable(weighers, request):
@@ -136,9 +146,14 @@ def option_key(weighers, provider_scores=None):
     asks for (spread: the emptiest first, e.g. the least loaded NUMA node
     or PF; pack: the fullest) and by ``provider_scores`` (metric and
     Cypher weighers' values of providers below the roots, see
-    Ranking.provider_scores), weighted; a key for
-    domain.candidates.Settings.option_key, or None when neither applies
-    (Placement's order)."""
+    Ranking.provider_scores), weighted.
+
+    A function for domain.candidates.Settings.option_key: given a slot's
+    resources ((rc, amount), ...), the sort key of its providers, or None
+    when nothing orders them (Placement's order); None instead of that
+    function when neither kind of weigher applies.  The search asks once
+    per slot and request, then sorts the providers of every tree with it.
+    """
     usage = [(weigher.weight, weigher.scorer['resource_class'],
               weigher.scorer.get('mode', model.SPREAD) == model.PACK)
              for weigher in weighers if weigher.scorer['type'] == model.USAGE]
@@ -146,14 +161,23 @@ def option_key(weighers, provider_scores=None):
     if not (usage or provider_scores):
         return None
 
-    def key(node, resources):
+    def for_slot(resources):
         asked = {rc for rc, _amount in resources}
-        total = provider_scores.get(node.uuid, 0.0)
-        for weight, rc, pack in usage:
-            inventory = node.inventories.get(rc) if rc in asked else None
-            if inventory is None or inventory.capacity <= 0:
-                continue
-            ratio = inventory.used / inventory.capacity
-            total += weight * (ratio if pack else 1.0 - ratio)
-        return -total
-    return key
+        weighed = [(weight, rc, pack) for weight, rc, pack in usage
+                   if rc in asked]
+        if not weighed:
+            if not provider_scores:
+                return None
+            return lambda node: -provider_scores.get(node.uuid, 0.0)
+
+        def key(node):
+            total = provider_scores.get(node.uuid, 0.0)
+            for weight, rc, pack in weighed:
+                inventory = node.inventories.get(rc)
+                if inventory is None or inventory.capacity <= 0:
+                    continue
+                ratio = inventory.used / inventory.capacity
+                total += weight * (ratio if pack else 1.0 - ratio)
+            return -total
+        return key
+    return for_slot

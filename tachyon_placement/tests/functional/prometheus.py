@@ -124,7 +124,6 @@ class Prometheus(_LoopbackServer):
         return self
 
 
-
 # Serves Aetos's WSGI application (argv: config file, port).
 _AETOS_SERVER = '''
 import sys
@@ -164,4 +163,3 @@ class Aetos(_LoopbackServer):
             os.path.join(self.workdir, 'aetos.log'),
             self.url + '/healthcheck')
         return self
-

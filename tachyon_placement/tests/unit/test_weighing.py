@@ -199,16 +199,13 @@ def test_option_key_orders_providers_of_a_slot_by_usage():
     pack_cpu = weigher('pack-cpu', {'type': 'usage', 'resource_class': 'PCPU',
                                     'mode': 'pack'}, weight=0.5)
     full, empty = TREES['busy'][0], TREES['idle'][1]
-    key = ranking.option_key([spread, pack_cpu])
-    memory_slot = (('MEMORY_MB', 10),)
-    assert sorted([full, empty], key=lambda node: key(
-        node, resources=memory_slot)) == [empty, full]
-    # A slot that asks for no weighed class: every key equal (the sort
-    # is stable: Placement's order).
-    assert key(full, resources=(('VGPU', 1),)) == key(
-        empty, resources=(('VGPU', 1),)) == 0
-    assert ranking.option_key([weigher('t', {'type': 'traits',
-                                              'prefer': ['X']})]) is None
+    key_for = ranking.option_key([spread, pack_cpu])
+    key = key_for((('MEMORY_MB', 10),))
+    assert sorted([full, empty], key=key) == [empty, full]
+    # A slot that asks for no weighed class: no key, Placement's order.
+    assert key_for((('VGPU', 1),)) is None
+    traits = weigher('t', {'type': 'traits', 'prefer': ['X']})
+    assert ranking.option_key([traits]) is None
 
 
 def test_cypher_scorer_reads_what_the_collector_stored_for_its_query():
@@ -235,8 +232,8 @@ def test_metric_values_of_numa_nodes_order_providers_within_a_host():
                              'idle': 5.0}}
     ranked = ranking.Ranking([free], trees, signals)
     assert ranked.provider_scores() == {'idle-numa1': 1.0}
-    key = ranking.option_key([free], ranked.provider_scores())
-    assert sorted([numa0, numa1], key=lambda node: key(
-        node, resources=(('MEMORY_MB', 1),))) == [numa1, numa0]
+    key = ranking.option_key([free], ranked.provider_scores())(
+        (('VGPU', 1),))
+    assert sorted([numa0, numa1], key=key) == [numa1, numa0]
     # No usage weigher and no provider values: Placement's order.
     assert ranking.option_key([free], {}) is None
