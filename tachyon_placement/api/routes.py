@@ -95,12 +95,18 @@ ROUTES = {
 
 # Tachyon's own routes: their own version (microversion.TACHYON_VERSIONS)
 # and policy rules (tachyon:...), never a Placement microversion.
+# A greedy segment: Routes' default ``[^/]+?`` before its ``$`` would match
+# ``name\n`` as ``name`` (``$`` matches before a final newline), so
+# ``PUT /tachyon/weighers/spread%0A`` would store "spread"; this way the
+# handler sees the newline and refuses the name.
+NAME_SEGMENT = '[^/]+'
+
 TACHYON_ROUTES = {
     '/tachyon': {'GET': tachyon.home},
     '/tachyon/weighers': {
         'GET': weigher.list_weighers,
     },
-    '/tachyon/weighers/{name}': {
+    '/tachyon/weighers/{name:%s}' % NAME_SEGMENT: {
         'GET': weigher.get_weigher,
         'PUT': weigher.put_weigher,
         'DELETE': weigher.delete_weigher,
@@ -111,7 +117,7 @@ TACHYON_ROUTES = {
     '/tachyon/metrics': {
         'GET': metric.list_metrics,
     },
-    '/tachyon/metrics/{name}': {
+    '/tachyon/metrics/{name:%s}' % NAME_SEGMENT: {
         'GET': metric.get_metric,
         'PUT': metric.put_metric,
         'DELETE': metric.delete_metric,

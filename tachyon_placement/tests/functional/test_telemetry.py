@@ -148,28 +148,6 @@ def test_exported_load_orders_candidates_and_an_outage_degrades(
     assert 'metric cpu is collected again' in _log(api)
 
 
-def test_metrics_api_validates_and_guards_generations(api):
-    assert api.request('PUT', '/tachyon/metrics/cpu',
-                       {'query': 'up', 'target': 'host'})[0] == 400
-    assert api.request('PUT', '/tachyon/metrics/cpu',
-                       {'query': 'up', 'rewrite': {'pattern': '('}})[0] == 400
-    created = _ok(api.request('PUT', '/tachyon/metrics/cpu',
-                              {'query': 'up'}))
-    assert created == {'name': 'cpu', 'query': 'up', 'label': 'instance',
-                       'target': 'root', 'generation': 0}
-    assert api.request('PUT', '/tachyon/metrics/cpu',
-                       {'query': 'up'})[0] == 409
-    replaced = _ok(api.request('PUT', '/tachyon/metrics/cpu', {
-        'query': 'up', 'target': 'provider', 'label': 'uuid',
-        'generation': 0}))
-    assert replaced['generation'] == 1
-    listed = _ok(api.request('GET', '/tachyon/metrics'))
-    assert [item['name'] for item in listed['metrics']] == ['cpu']
-    assert api.request('GET', '/tachyon/metrics/cpu', token='user')[0] == 403
-    _ok(api.request('DELETE', '/tachyon/metrics/cpu'))
-    assert api.request('GET', '/tachyon/metrics/cpu')[0] == 404
-
-
 class _Garbage(http.server.BaseHTTPRequestHandler):
     """A metrics endpoint that answers nonsense: not JSON, then a result
     that is no vector, then a vector with a malformed sample, in turn."""
