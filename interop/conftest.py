@@ -38,6 +38,8 @@ import uuid
 import pytest
 import requests
 
+import telemetry_feed
+
 INTEROP_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(INTEROP_DIR)
 TOKEN = 'admin'
@@ -105,7 +107,7 @@ def _graph_options(data_dir):
     return '\n'.join(lines) + '\n'
 
 
-def _tachyon_command(workdir, port):
+def _tachyon_command(workdir, port, telemetry_url=None):
     data_dir = os.path.join(workdir, 'graph')
     conf = os.path.join(workdir, 'tachyon.conf')
     with open(conf, 'w') as f:
@@ -116,6 +118,10 @@ def _tachyon_command(workdir, port):
                 'auth_strategy = noauth2\n'
                 '[graph]\n%s' % (os.path.join(workdir, 'server.log'),
                                  _graph_options(data_dir)))
+        if telemetry_url:
+            # Collect every second, so a step sees a change quickly.
+            f.write('[telemetry]\nurl = %s\nrefresh_interval = 1\n'
+                    % telemetry_url)
     python = _server_python()
     script = os.path.join(os.path.dirname(python), 'tachyon-placement-api')
     if os.path.exists(script):
@@ -194,6 +200,10 @@ def _server_preexec():
 
 
 class Server:
+    # The exporter and Prometheus the server collects from (Tachyon on a
+    # machine with Prometheus), else None.
+    telemetry = None
+
     def __init__(self, target, endpoint, proc, workdir, data_dir):
         self.target = target
         self.endpoint = endpoint
@@ -216,8 +226,11 @@ def server():
         raise pytest.UsageError('INTEROP_TARGET must be tachyon or placement')
     workdir = tempfile.mkdtemp(prefix='tachyon-interop-')
     port = _free_port()
+    feed = None
     if target == 'tachyon':
-        cmd, data_dir = _tachyon_command(workdir, port)
+        feed = telemetry_feed.Feed().start(workdir)
+        cmd, data_dir = _tachyon_command(workdir, port,
+                                         feed.url if feed else None)
     else:
         cmd, data_dir = _placement_command(workdir, port)
     endpoint = 'http://127.0.0.1:%d' % port
@@ -230,6 +243,7 @@ def server():
                             stderr=subprocess.STDOUT, env=env,
                             preexec_fn=_server_preexec)
     srv = Server(target, endpoint, proc, workdir, data_dir)
+    srv.telemetry = feed
     SERVER_INFO.update(target=target, endpoint=endpoint, workdir=workdir,
                        command=' '.join(cmd))
     started = time.monotonic()
@@ -262,6 +276,8 @@ def server():
                 proc.kill()
                 proc.wait()
         _stop_embedded_engine(data_dir)
+        if feed is not None:
+            feed.stop()
         console.close()
         SERVER_INFO['exit_code'] = proc.returncode
         SERVER_INFO['log_tail'] = _tail(srv.log_path, 15)

@@ -19,6 +19,7 @@ and finally a compute service is deleted. A step whose prerequisites
 failed fails as "blocked".
 """
 import copy
+import time
 import uuid
 
 from keystoneauth1 import session as ks_session
@@ -600,6 +601,60 @@ def test_weighers_choose_what_nova_keeps_with_its_limit(nova, api, server):
     finally:
         api.request('DELETE', weigher, expect=204)
     assert first_host() == 'cn1'
+
+
+def _wait_for(condition, timeout=30):
+    """Seconds until ``condition()`` held (fails after ``timeout``)."""
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, 'not within %ss' % timeout
+        time.sleep(0.2)
+    return time.monotonic() - start
+
+
+@pytest.mark.after('test_weighers_choose_what_nova_keeps_with_its_limit')
+def test_nova_gets_the_coolest_hosts_first(nova, api, server):
+    """Telemetry: the CPU utilisation a real Prometheus scrapes from the
+    hosts' exporter orders what Nova keeps with its limit, coolest first,
+    and a change of load changes Nova's pick within a collection."""
+    if server.target != 'tachyon':
+        pytest.skip('weighers are Tachyon\'s own (target %s)'
+                    % server.target)
+    feed = server.telemetry
+    if feed is None:
+        pytest.skip('no prometheus binary on this machine (Debian package '
+                    'prometheus; tools/run-tests.sh installs it)')
+    client, ctx = nova['client'], nova['ctx']
+    res_req = resources_for(nova, request_spec(vcpus=1, memory_mb=512,
+                                               root_gb=1))
+    res_req._limit = 2
+
+    def hosts():
+        reqs, _, _ = client.get_allocation_candidates(ctx, res_req)
+        assert reqs is not None
+        return [rp_root(next(iter(r['allocations']))) for r in reqs]
+
+    assert hosts() == ['cn1', 'cn2']            # Placement's order
+    for host, percent in (('cn1', 85.0), ('cn2', 10.0), ('cn3', 50.0)):
+        feed.set_cpu(host, percent)
+    api.request('PUT', '/tachyon/metrics/interop-cpu', {
+        'query': 'host_cpu_utilisation', 'label': 'instance',
+        'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''}}, expect=201)
+    api.request('PUT', '/tachyon/weighers/interop-coolest', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'interop-cpu'}},
+        expect=201)
+    try:
+        _wait_for(lambda: hosts() == ['cn2', 'cn1'])
+        # cn2 gets busy: Nova's next request sees cn1 first.
+        feed.set_cpu('cn2', 95.0)
+        seconds = _wait_for(lambda: hosts() == ['cn1', 'cn2'])
+        conftest.trace('coolest host first %.1f s after the load changed'
+                       % seconds)
+    finally:
+        api.request('DELETE', '/tachyon/weighers/interop-coolest',
+                    expect=204)
+        api.request('DELETE', '/tachyon/metrics/interop-cpu', expect=204)
+    assert hosts() == ['cn1', 'cn2']
 
 
 @pytest.mark.after('test_claim_resources_for_instance')
