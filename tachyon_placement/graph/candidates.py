@@ -169,11 +169,12 @@ class CandidateStore:
                 for row in self.engine.read(PROVIDERS,
                                             uuids=sorted(set(uuids)))}
 
-    def weighed(self, anchors, request, staleness_limit, subset_size=1):
+    def weighed(self, roots, request, staleness_limit, subset_size=1):
         """As WorldReader.weighed: weighers score the trees of the
-        process's copy of the graph."""
+        process's copy of the graph; Placement's order from the engine."""
         return WorldReader(self.worlds.current()).weighed(
-            anchors, request, staleness_limit, subset_size)
+            roots, request, staleness_limit, subset_size,
+            placement_order=self.order_roots)
 
     def option_key(self, request, staleness_limit):
         """As WorldReader.option_key."""
@@ -303,14 +304,25 @@ class WorldReader:
         return world.ranking(weighers, int(time.time() * 1000),
                              staleness_limit * 1000)
 
-    def weighed(self, anchors, request, staleness_limit, subset_size=1):
-        """``anchors`` best first for the weighers that apply to
-        ``request``, the best ``subset_size`` shuffled; unchanged when no
-        weigher applies."""
+    def weighed(self, roots, request, staleness_limit, subset_size=1,
+                placement_order=None):
+        """``roots`` in the order the search visits them: best first for
+        the weighers that apply to ``request`` (ties in Placement's order,
+        the best ``subset_size`` shuffled), else Placement's order
+        (``placement_order``, by default order_roots)."""
+        placement_order = placement_order or self.order_roots
         ranked = self._ranking(request, staleness_limit)
         if ranked is None:
-            return anchors
-        return ranking.spread(ranked.order(anchors), subset_size, random)
+            return placement_order(roots)
+        world = self.world
+        wanted = roots if isinstance(roots, (set, frozenset)) else set(roots)
+        if len(wanted) * 16 >= len(world.roots):
+            # Most roots: filter the ranking's own order of all of them.
+            ordered = list(filter(wanted.__contains__,
+                                  ranked.best_first(world.root_uuids)))
+        else:
+            ordered = ranked.order(placement_order(wanted))
+        return ranking.spread(ordered, subset_size, random)
 
     def option_key(self, request, staleness_limit):
         """How the weighers that apply to ``request`` order the providers

@@ -327,10 +327,17 @@ class World:
             if len(self._rankings) >= _RANKINGS_KEPT:
                 self._rankings.clear()
             earlier = self._basis and self._basis[0].get(key)
+            same_trees = next((kept for (kept_weighers, _v, _s), kept
+                               in self._rankings.items()
+                               if kept_weighers == weighers), None)
             if earlier is not None:
                 # A write changed a few trees: score only those again.
                 ranked = earlier.updated(self.trees, signals,
                                          self._basis[1])
+            elif same_trees is not None:
+                # Only the metric values changed: only the weighers that
+                # read them score again.
+                ranked = same_trees.with_signals(self.trees, signals)
             else:
                 ranked = ranking.Ranking(weighers, self.trees, signals)
             self._rankings[key] = ranked

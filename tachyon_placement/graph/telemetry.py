@@ -10,6 +10,8 @@ process reloads the values (one read) when they changed.
 """
 import json
 
+import orjson
+
 from tachyon_placement.domain import errors
 from tachyon_placement.graph import cypher
 from tachyon_placement.graph import definitions
@@ -95,7 +97,9 @@ class TelemetryStore:
 
     def metric_values(self):
         """{metric name: (collected_at ms, {provider uuid: value})}."""
-        return {row['name']: (row['collected_at'], json.loads(row['values']))
+        # orjson: at 10,000 hosts the values are megabytes of JSON that
+        # every process parses after each collection (4x faster).
+        return {row['name']: (row['collected_at'], orjson.loads(row['values']))
                 for row in self.engine.read(VALUES)}
 
     def check_cypher_scorer(self, query, timeout):

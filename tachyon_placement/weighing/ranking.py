@@ -36,20 +36,24 @@ class Ranking:
 
     def __init__(self, weighers, trees, signals=None, raw=None):
         """``raw``: {weigher name: {root: raw score}} already known (see
-        ``updated``); computed from ``trees`` otherwise."""
+        ``updated`` and ``with_signals``); computed from ``trees`` for the
+        weighers it leaves out."""
         signals = signals or {}
         self.weighers = tuple(weighers)
         self._signals = signals
         self._roots = frozenset(trees)
         self._provider_scores = None
         self._sort_keys = None
+        self._best_first = None     # (base order, that order best first)
         # {weigher name: {root: raw score}} and {weigher name: {root:
         # normalised score}}, for explanations.
-        self.raw = raw or {
-            weigher.name: {root: scorers.score(weigher.scorer, tree,
-                                               signals)
-                           for root, tree in trees.items()}
-            for weigher in self.weighers}
+        raw = dict(raw or {})
+        for weigher in self.weighers:
+            if weigher.name not in raw:
+                raw[weigher.name] = {
+                    root: scorers.score(weigher.scorer, tree, signals)
+                    for root, tree in trees.items()}
+        self.raw = raw
         self.parts = {}
         self.scores = {}
         for weigher in self.weighers:
@@ -103,6 +107,23 @@ class Ranking:
                     scores.pop(root, None)
             raw[weigher.name] = scores
         return Ranking(self.weighers, trees, signals, raw=raw)
+
+    def with_signals(self, trees, signals):
+        """The Ranking of the same weighers and trees with other metric
+        values (the collector stored new ones): only the weighers that
+        read them (metric, Cypher) score the trees again."""
+        kept = {weigher.name: self.raw[weigher.name]
+                for weigher in self.weighers
+                if not scorers.reads_signals(weigher.scorer)}
+        return Ranking(self.weighers, trees, signals, raw=kept)
+
+    def best_first(self, base_order):
+        """``base_order`` (every root, in Placement's order) best first,
+        ties kept; made once per Ranking and base order, so a request
+        that visits most roots only filters it (see order for a few)."""
+        if self._best_first is None or self._best_first[0] is not base_order:
+            self._best_first = (base_order, self.order(base_order))
+        return self._best_first[1]
 
     def order(self, anchors):
         """``anchors`` (Placement's order) best first, ties kept."""

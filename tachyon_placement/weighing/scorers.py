@@ -85,5 +85,10 @@ SCORERS = {
 }
 
 
+def reads_signals(spec):
+    """Whether the scorer's scores depend on the metric values."""
+    return spec['type'] in (model.METRIC, model.CYPHER)
+
+
 def score(spec, tree, signals):
     return SCORERS[spec['type']](spec, tree, signals)

@@ -228,7 +228,7 @@ def find(req, groups, wide):
     snapshot, load = reader.search_snapshot(sharing, roots)
     summary = request_summary(groups, wide)
     staleness = req.conf.telemetry.staleness_limit
-    anchors = reader.weighed(reader.order_roots(roots), summary, staleness,
+    anchors = reader.weighed(roots, summary, staleness,
                              req.conf.weighing.host_subset_size)
     option_key = reader.option_key(summary, staleness)
     return domain.find_candidates(

@@ -180,6 +180,38 @@ def test_an_updated_ranking_equals_one_made_anew():
     assert 'idle' in before.raw['spread-ram']
 
 
+def test_new_metric_values_rescore_only_the_weighers_that_read_them():
+    spread = weigher('spread-ram', {'type': 'usage',
+                                    'resource_class': 'MEMORY_MB'})
+    coolest = weigher('coolest', {'type': 'metric', 'metric': 'cpu'})
+    before = ranking.Ranking([spread, coolest], TREES,
+                             {'cpu': {'busy': 90.0, 'half': 50.0}})
+    signals = {'cpu': {'busy': 5.0, 'half': 50.0, 'idle': 70.0}}
+    rescored = before.with_signals(TREES, signals)
+    fresh = ranking.Ranking([spread, coolest], TREES, signals)
+    assert rescored.raw == fresh.raw
+    assert rescored.scores == fresh.scores
+    # The usage scores were not computed again: the same mapping.
+    assert rescored.raw['spread-ram'] is before.raw['spread-ram']
+    assert rescored.raw['coolest'] != before.raw['coolest']
+
+
+def test_best_first_filters_one_order_of_every_root():
+    spread = weigher('spread-ram', {'type': 'usage',
+                                    'resource_class': 'MEMORY_MB'})
+    ssd = weigher('ssd', {'type': 'traits', 'prefer': ['STORAGE_DISK_SSD']})
+    ranked = ranking.Ranking([spread, ssd], TREES)
+    best = ranked.best_first(PLACEMENT_ORDER)
+    assert best == ranked.order(PLACEMENT_ORDER) == ['half', 'idle', 'busy']
+    # Made once per base order.
+    assert ranked.best_first(PLACEMENT_ORDER) is best
+    # Ties keep the base order.
+    tied = ranking.Ranking([weigher('t', {'type': 'traits',
+                                          'prefer': ['CUSTOM_NONE']})],
+                           TREES)
+    assert tied.best_first(PLACEMENT_ORDER) == PLACEMENT_ORDER
+
+
 def test_spread_shuffles_only_the_best_subset():
     ordered = ['a', 'b', 'c', 'd', 'e']
     assert ranking.spread(ordered, 1, random.Random(1)) == ordered
