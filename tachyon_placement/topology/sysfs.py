@@ -93,9 +93,10 @@ class SysfsReader:
         nodes = self.numa_nodes()
         sockets = sorted({node['socket'] for node in nodes
                           if node['socket'] is not None})
+        node_ids = {node['id'] for node in nodes}
         return {'sockets': [{'id': socket} for socket in sockets],
                 'numa_nodes': nodes,
-                'pci_devices': self.pci_devices({node['id'] for node in nodes})}
+                'pci_devices': self.pci_devices(node_ids)}
 
     # -- NUMA nodes -------------------------------------------------------
 
