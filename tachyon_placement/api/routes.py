@@ -14,6 +14,7 @@ from tachyon_placement.api.handlers import resource_class
 from tachyon_placement.api.handlers import resource_provider
 from tachyon_placement.api.handlers import root
 from tachyon_placement.api.handlers import tachyon
+from tachyon_placement.api.handlers import topology
 from tachyon_placement.api.handlers import trait
 from tachyon_placement.api.handlers import usage
 from tachyon_placement.api.handlers import weigher
@@ -121,5 +122,13 @@ TACHYON_ROUTES = {
         'GET': metric.get_metric,
         'PUT': metric.put_metric,
         'DELETE': metric.delete_metric,
+    },
+    '/tachyon/topology/hosts': {
+        'GET': topology.list_hosts,
+    },
+    '/tachyon/topology/hosts/{name:%s}' % NAME_SEGMENT: {
+        'GET': topology.get_host,
+        'PUT': topology.put_host,
+        'DELETE': topology.delete_host,
     },
 }

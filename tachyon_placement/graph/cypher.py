@@ -27,6 +27,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.definitions',
     'tachyon_placement.graph.weighers',
     'tachyon_placement.graph.telemetry',
+    'tachyon_placement.graph.topology',
 )
 
 

@@ -25,6 +25,10 @@ KEYS = (
     ('Weigher', 'name', True),
     ('Metric', 'name', True),
     ('MetricValues', 'name', True),
+    ('Host', 'name', True),
+    ('Socket', 'host', False),
+    ('NUMANode', 'host', False),
+    ('PCIDevice', 'host', False),
 )
 
 NAME_KEY_OPEN = '<'
@@ -88,7 +92,9 @@ RETURN count(rp) AS filled
 # first use, and a plan made while a relationship type did not exist yet
 # keeps returning nothing for it; so the engine registers them all up front.
 RELATIONSHIP_TYPES = ('PARENT_OF', 'PROVIDES', 'HAS_TRAIT', 'MEMBER_OF',
-                      'CONSUMES')
+                      'CONSUMES', 'HAS_SOCKET', 'HAS_NUMA_NODE',
+                      'HAS_DEVICE', 'IN_SOCKET', 'ON_NUMA_NODE', 'HAS_VF',
+                      'REPRESENTED_BY')
 
 REGISTER_RELATIONSHIP_TYPES = Statement(
     'schema_relationship_types', common='''
@@ -96,6 +102,10 @@ CREATE (a:SchemaProbe)
 CREATE (b:SchemaProbe)
 CREATE (a)-[:PARENT_OF]->(b), (a)-[:PROVIDES]->(b), (a)-[:HAS_TRAIT]->(b),
        (a)-[:MEMBER_OF]->(b), (a)-[:CONSUMES]->(b)
+CREATE (a)-[:HAS_SOCKET]->(b), (a)-[:HAS_NUMA_NODE]->(b),
+       (a)-[:HAS_DEVICE]->(b), (a)-[:IN_SOCKET]->(b),
+       (a)-[:ON_NUMA_NODE]->(b), (a)-[:HAS_VF]->(b),
+       (a)-[:REPRESENTED_BY]->(b)
 DETACH DELETE a, b
 ''')
 

@@ -20,6 +20,7 @@ from tachyon_placement.graph import reshaper
 from tachyon_placement.graph import snapshot
 from tachyon_placement.graph import telemetry
 from tachyon_placement.graph import resource_classes
+from tachyon_placement.graph import topology
 from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph import weighers
@@ -44,7 +45,8 @@ class Store(resource_classes.ResourceClassStore,
             versioning.VersionStore,
             definitions.DefinitionStore,
             weighers.WeigherStore,
-            telemetry.TelemetryStore):
+            telemetry.TelemetryStore,
+            topology.TopologyStore):
 
     def __init__(self, engine):
         self.engine = engine

@@ -15,6 +15,7 @@ from tachyon_placement.policies import metric
 from tachyon_placement.policies import reshaper
 from tachyon_placement.policies import resource_class
 from tachyon_placement.policies import resource_provider
+from tachyon_placement.policies import topology
 from tachyon_placement.policies import trait
 from tachyon_placement.policies import usage
 from tachyon_placement.policies import weigher
@@ -38,6 +39,7 @@ _TACHYON_MODULES = (
     weigher,
     metric,
     explain,
+    topology,
 )
 
 

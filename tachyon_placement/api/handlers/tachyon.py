@@ -47,13 +47,15 @@ def found(load, *args):
         raise errors.NotFound(exc.message)
 
 
-def stored(req, put, item, generation):
-    """``put(item, generation)`` rendered: 201 created, 200 replaced, 409
+def stored(req, put, item, generation, render=None):
+    """``put(item, generation)`` rendered (by ``render``, else its
+    as_document()): 201 created, 200 replaced, 409
     placement.concurrent_update when the name is taken or the generation
     moved on."""
     try:
         result = put(item, generation)
     except domain_errors.ConcurrentUpdate as exc:
         raise errors.Conflict(exc.message, code=errors.CONCURRENT_UPDATE)
-    return wsgi.json_response(req, result.as_document(),
+    document = render(result) if render else result.as_document()
+    return wsgi.json_response(req, document,
                               status=201 if generation is None else 200)

@@ -1,0 +1,118 @@
+"""Tachyon's /tachyon/topology/hosts: hosts' hardware topology (sockets,
+NUMA nodes, PCI devices, see tachyon_placement/topology) published by the
+topology agent, and the view that joins it with the host's providers."""
+import re
+
+from tachyon_placement.api import errors
+from tachyon_placement.api import query
+from tachyon_placement.api import wsgi
+from tachyon_placement.api.handlers import tachyon
+from tachyon_placement.policies import topology as policies
+from tachyon_placement.schemas import topology as schema
+from tachyon_placement.topology import model
+from tachyon_placement.topology import view
+
+# A hypervisor hostname: DNS-like, as Nova names compute node providers.
+_HOST = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$')
+
+LIST_QUERY = {
+    'type': 'object',
+    'properties': {
+        'member_of': {'type': 'string'},
+        'required': {'type': 'string'},
+        'resources': {'type': 'string'},
+    },
+    'additionalProperties': False,
+}
+
+
+def _host(req):
+    value = req.path_item('name')
+    if not _HOST.fullmatch(value):
+        raise errors.BadRequest(
+            'Invalid host name %r: a hostname of letters, digits, ".", "_" '
+            'and "-", at most 255 characters.' % value)
+    return value
+
+
+def _tree(req, topology):
+    """The records of the provider tree the host's topology links to."""
+    world = req.store.worlds.current()
+    return world.trees.get(topology.links.host, []) if (
+        topology.links.host) else []
+
+
+@tachyon.handler(accept=wsgi.JSON)
+def list_hosts(req):
+    req.context.can(policies.LIST)
+    req.validate_query(LIST_QUERY)
+    aggregates = None
+    if 'member_of' in req.GET:
+        aggregates, _none = query.parse_member_of(req.GET['member_of'])
+    traits = set()
+    if 'required' in req.GET:
+        traits = {name.strip() for name in req.GET['required'].split(',')}
+        if not all(traits):
+            raise errors.BadRequest('required: an empty trait name.')
+    wanted = (query.parse_resources(req.GET['resources'])
+              if 'resources' in req.GET else {})
+    world = req.store.worlds.current()
+    roots = {record.provider.name: record for record in world.roots}
+    hosts = []
+    for topology in req.store.list_topologies():
+        root = roots.get(topology.name)
+        tree = world.trees.get(root.provider.uuid, []) if root else []
+        if aggregates is not None and not (root and aggregates & set(
+                root.aggregates)):
+            continue
+        present = set()
+        for record in tree:
+            present.update(record.traits)
+        if not traits <= present:
+            continue
+        free = view.free_total(tree)
+        if any(free.get(rc, 0) < amount for rc, amount in wanted.items()):
+            continue
+        document = topology.document
+        hosts.append({
+            'host': topology.name,
+            'generation': topology.generation,
+            'root_provider_uuid': root.provider.uuid if root else None,
+            'sockets': len(document['sockets']),
+            'numa_nodes': len(document['numa_nodes']),
+            'pci_devices': len(document['pci_devices']),
+            'free': free,
+        })
+    return wsgi.json_response(req, {'hosts': hosts})
+
+
+@tachyon.handler(accept=wsgi.JSON)
+def get_host(req):
+    req.context.can(policies.SHOW)
+    topology = tachyon.found(req.store.get_topology, _host(req))
+    return wsgi.json_response(req, view.host_view(topology,
+                                                  _tree(req, topology)))
+
+
+@tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON)
+def put_host(req):
+    req.context.can(policies.UPDATE)
+    name = _host(req)
+    data = req.json_body(schema.PUT)
+    generation = data.pop('generation', None)
+    try:
+        model.check(data)
+    except model.InvalidTopology as exc:
+        raise errors.BadRequest('Invalid topology: %s.' % exc)
+    return tachyon.stored(req, lambda document, gen:
+                          req.store.put_topology(name, document, gen),
+                          model.normalized(data), generation,
+                          render=lambda topology: view.host_view(
+                              topology, _tree(req, topology)))
+
+
+@tachyon.handler()
+def delete_host(req):
+    req.context.can(policies.DELETE)
+    tachyon.found(req.store.delete_topology, _host(req))
+    return wsgi.empty_response(req)

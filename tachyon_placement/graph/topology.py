@@ -1,0 +1,286 @@
+"""Hosts' topologies beside the providers (see tachyon_placement/topology).
+
+    (:Host {name, generation, document, created_at, updated_at})
+      -[:HAS_SOCKET]->(:Socket {host, id})
+      -[:HAS_NUMA_NODE]->(:NUMANode {host, id, socket, cpus, memory_mb,
+                                     hugepages, distances, provider_uuid})
+      -[:HAS_DEVICE]->(:PCIDevice {host, address, vendor_id, product_id,
+                                   class, numa_node, physfn, ...,
+                                   provider_uuid})
+    (:NUMANode)-[:IN_SOCKET]->(:Socket)
+    (:PCIDevice)-[:ON_NUMA_NODE]->(:NUMANode)
+    (:PCIDevice {PF})-[:HAS_VF]->(:PCIDevice {VF})
+    (:Host|NUMANode|PCIDevice)-[:REPRESENTED_BY]->(:ResourceProvider)
+
+``document`` keeps the published document (JSON) as it was given, for
+the topology view; the nodes are what graph queries walk.  A PUT replaces
+the host's whole subgraph in one statement, guarded by the host's
+generation like a provider's; the links to providers are decided in
+Python (topology/links.py) from the host's provider tree and renewed at
+each publication.
+"""
+import json
+
+from tachyon_placement.domain import errors
+from tachyon_placement.graph import cypher
+from tachyon_placement.graph import engine
+from tachyon_placement.graph import schema
+from tachyon_placement.graph.cypher import Statement
+from tachyon_placement.topology import links as topology_links
+
+_RETURN = """
+RETURN host.name AS name, host.generation AS generation,
+       host.document AS document, host.created_at AS created_at,
+       host.updated_at AS updated_at
+"""
+
+# Builds the parts of ``host`` from $sockets, $numa_nodes, $devices and
+# links them to each other and to their providers ($host_provider).
+_PARTS = """
+CALL {
+  WITH host
+  UNWIND $sockets AS socket_row
+  CREATE (host)-[:HAS_SOCKET]->(:Socket {host: $name, id: socket_row.id})
+  RETURN count(*) AS sockets_made
+}
+CALL {
+  WITH host
+  UNWIND $numa_nodes AS node_row
+  CREATE (host)-[:HAS_NUMA_NODE]->(:NUMANode {
+      host: $name, kind: 'numa', id: node_row.id, socket: node_row.socket,
+      cpus: node_row.cpus, memory_mb: node_row.memory_mb,
+      hugepages: node_row.hugepages, distances: node_row.distances,
+      provider_uuid: node_row.provider_uuid})
+  RETURN count(*) AS nodes_made
+}
+CALL {
+  WITH host
+  MATCH (host)-[:HAS_NUMA_NODE]->(node:NUMANode)
+  MATCH (host)-[:HAS_SOCKET]->(socket:Socket)
+  WHERE socket.id = node.socket
+  CREATE (node)-[:IN_SOCKET]->(socket)
+  RETURN count(*) AS nodes_placed
+}
+CALL {
+  WITH host
+  UNWIND $devices AS device_row
+  CREATE (host)-[:HAS_DEVICE]->(:PCIDevice {
+      host: $name, kind: 'pci', address: device_row.address,
+      vendor_id: device_row.vendor_id, product_id: device_row.product_id,
+      class: device_row.class, numa_node: device_row.numa_node,
+      physfn: device_row.physfn, sriov_totalvfs: device_row.sriov_totalvfs,
+      sriov_numvfs: device_row.sriov_numvfs, driver: device_row.driver,
+      interfaces: device_row.interfaces,
+      physical_network: device_row.physical_network,
+      provider_uuid: device_row.provider_uuid})
+  RETURN count(*) AS devices_made
+}
+CALL {
+  WITH host
+  MATCH (host)-[:HAS_DEVICE]->(device:PCIDevice)
+  MATCH (host)-[:HAS_NUMA_NODE]->(node:NUMANode)
+  WHERE node.id = device.numa_node
+  CREATE (device)-[:ON_NUMA_NODE]->(node)
+  RETURN count(*) AS devices_placed
+}
+CALL {
+  WITH host
+  MATCH (host)-[:HAS_DEVICE]->(vf:PCIDevice)
+  MATCH (host)-[:HAS_DEVICE]->(pf:PCIDevice)
+  WHERE pf.address = vf.physfn
+  CREATE (pf)-[:HAS_VF]->(vf)
+  RETURN count(*) AS vfs_linked
+}
+CALL {
+  WITH host
+  MATCH (host)-[:HAS_NUMA_NODE|HAS_DEVICE]->(part)
+  WHERE part.provider_uuid IS NOT NULL
+  MATCH (rp:ResourceProvider {uuid: part.provider_uuid})
+  CREATE (part)-[:REPRESENTED_BY]->(rp)
+  RETURN count(*) AS parts_linked
+}
+CALL {
+  WITH host
+  MATCH (rp:ResourceProvider {uuid: $host_provider})
+  CREATE (host)-[:REPRESENTED_BY]->(rp)
+  RETURN count(*) AS host_linked
+}
+"""
+
+CREATE = Statement('topology_create', common="""
+OPTIONAL MATCH (existing:Host {name: $name})
+WITH existing WHERE existing IS NULL
+CREATE (host:Host {name: $name, generation: 0, document: $document,
+                   created_at: timestamp(), updated_at: timestamp()})
+WITH host
+%s
+%s""" % (_PARTS, _RETURN), guarded=True)
+
+
+def _replace_text(dialect):
+    return """
+MATCH (host:Host {name: $name})
+%s
+WITH host WHERE host.generation = $generation
+SET host.generation = host.generation + 1, host.updated_at = timestamp(),
+    host.document = $document
+WITH host
+CALL {
+  WITH host
+  OPTIONAL MATCH (host)-[:HAS_SOCKET|HAS_NUMA_NODE|HAS_DEVICE]->(part)
+  DETACH DELETE part
+  RETURN count(*) AS parts_removed
+}
+CALL {
+  WITH host
+  OPTIONAL MATCH (host)-[old_link:REPRESENTED_BY]->()
+  DELETE old_link
+  RETURN count(*) AS links_removed
+}
+%s
+%s""" % (cypher.write_lock('host', dialect), _PARTS, _RETURN)
+
+
+REPLACE = Statement('topology_replace', neo4j=_replace_text('neo4j'),
+                    falkordb=_replace_text('falkordb'), guarded=True)
+
+DELETE = Statement('topology_delete', common="""
+MATCH (host:Host {name: $name})
+OPTIONAL MATCH (host)-[:HAS_SOCKET|HAS_NUMA_NODE|HAS_DEVICE]->(part)
+DETACH DELETE part, host
+RETURN count(*) AS deleted
+""")
+
+GET = Statement('topology_get', common="""
+MATCH (host:Host {name: $name})
+%s""" % _RETURN)
+
+LIST = Statement('topology_list', common="""
+MATCH (host:Host)
+%s
+ORDER BY name""" % _RETURN)
+
+# The providers a host's parts are linked to now (a provider deleted
+# since the publication took its links with it).
+LINKS = Statement('topology_links', common="""
+MATCH (host:Host {name: $name})-[:HAS_NUMA_NODE|HAS_DEVICE]->(part)
+      -[:REPRESENTED_BY]->(rp:ResourceProvider)
+RETURN part.kind AS kind, part.id AS id, part.address AS address,
+       rp.uuid AS provider_uuid
+UNION ALL
+MATCH (host:Host {name: $name})-[:REPRESENTED_BY]->(rp:ResourceProvider)
+RETURN 'host' AS kind, null AS id, null AS address,
+       rp.uuid AS provider_uuid
+""")
+
+TREE = Statement('topology_provider_tree', common="""
+MATCH (root:ResourceProvider {name_key: $name_key})
+WHERE root.parent_uuid IS NULL
+MATCH (rp:ResourceProvider {root_uuid: root.uuid})
+OPTIONAL MATCH (rp)-[:HAS_TRAIT]->(trait:Trait)
+RETURN rp.uuid AS uuid, rp.name AS name, rp.parent_uuid AS parent_uuid,
+       collect(trait.name) AS traits
+""")
+
+
+class Topology:
+    """A stored topology: its host name, generation, document and times."""
+
+    def __init__(self, name, generation, document, created_at, updated_at,
+                 links=None):
+        self.name = name
+        self.generation = generation
+        self.document = document
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.links = links
+
+
+def _topology(row):
+    return Topology(row['name'], row['generation'],
+                    json.loads(row['document']), row['created_at'],
+                    row['updated_at'])
+
+
+class TopologyStore:
+    """Mixin of Store: hosts' topologies."""
+
+    def host_providers(self, hostname):
+        """The providers of the tree whose root is named ``hostname``, as
+        topology.links.Provider tuples."""
+        return [topology_links.Provider(row['uuid'], row['name'],
+                                        row['parent_uuid'],
+                                        frozenset(row['traits']))
+                for row in self.engine.read(
+                    TREE, name_key=schema.name_key(hostname))]
+
+    def put_topology(self, hostname, document, generation):
+        """Create (``generation`` None) or replace (at ``generation``)
+        ``hostname``'s topology, linked to the providers that represent
+        its parts; the stored Topology (ConcurrentUpdate otherwise)."""
+        found = topology_links.link(hostname, document,
+                                    self.host_providers(hostname))
+        params = {
+            'name': hostname,
+            'document': json.dumps(document, sort_keys=True),
+            'host_provider': found.host,
+            'sockets': [{'id': s['id']} for s in document['sockets']],
+            'numa_nodes': [{
+                'id': node['id'], 'socket': node.get('socket'),
+                'cpus': node['cpus'], 'memory_mb': node['memory_mb'],
+                'hugepages': json.dumps(node.get('hugepages', [])),
+                'distances': json.dumps(node.get('distances', {}),
+                                        sort_keys=True),
+                'provider_uuid': found.numa.get(node['id'])}
+                for node in document['numa_nodes']],
+            'devices': [dict(
+                {key: device.get(key) for key in (
+                    'vendor_id', 'product_id', 'class', 'numa_node',
+                    'physfn', 'sriov_totalvfs', 'sriov_numvfs', 'driver',
+                    'physical_network')},
+                address=device['address'],
+                interfaces=list(device.get('interfaces') or ()),
+                provider_uuid=found.pci.get(device['address']))
+                for device in document['pci_devices']],
+        }
+        try:
+            if generation is None:
+                rows = self.engine.write(CREATE, **params)
+            else:
+                rows = self.engine.write(REPLACE, generation=generation,
+                                         **params)
+        except engine.ConstraintViolation:
+            rows = []   # another writer created it first
+        if not rows:
+            raise errors.ConcurrentUpdate(
+                'The topology of host %s was published or changed by '
+                'another request: read it again and retry with its '
+                'generation.' % hostname)
+        return self.get_topology(hostname)
+
+    def get_topology(self, hostname):
+        rows = self.engine.read(GET, name=hostname)
+        if not rows:
+            raise errors.NotFound('No topology of host %s.' % hostname)
+        topology = _topology(rows[0])
+        topology.links = self._links(hostname)
+        return topology
+
+    def list_topologies(self):
+        return [_topology(row) for row in self.engine.read(LIST)]
+
+    def delete_topology(self, hostname):
+        rows = self.engine.write(DELETE, name=hostname)
+        if not (rows and rows[0]['deleted']):
+            raise errors.NotFound('No topology of host %s.' % hostname)
+
+    def _links(self, hostname):
+        found = topology_links.Links(None, {}, {})
+        for row in self.engine.read(LINKS, name=hostname):
+            if row['kind'] == 'host':
+                found = found._replace(host=row['provider_uuid'])
+            elif row['kind'] == 'numa':
+                found.numa[row['id']] = row['provider_uuid']
+            else:
+                found.pci[row['address']] = row['provider_uuid']
+        return found

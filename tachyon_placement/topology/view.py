@@ -1,0 +1,87 @@
+"""The topology view of one host: its published document joined with the
+providers of its tree (inventories, usages, traits, aggregates) and the
+free capacity of each NUMA node and PCI device through the provider that
+represents it.  Pure: the caller passes the records of the tree (objects
+with ``provider``, ``inventories`` {class: Inventory}, ``traits``,
+``aggregates``)."""
+
+
+def free(record):
+    """{class: capacity - used} of a provider record (Placement's
+    capacity: (total - reserved) x allocation_ratio)."""
+    return {rc: max(0, int(inventory.capacity - inventory.used))
+            for rc, inventory in sorted(record.inventories.items())}
+
+
+def provider_entry(record):
+    provider = record.provider
+    return {
+        'uuid': provider.uuid,
+        'name': provider.name,
+        'generation': provider.generation,
+        'parent_provider_uuid': provider.parent_uuid,
+        'inventories': {
+            rc: {'total': inv.total, 'reserved': inv.reserved,
+                 'min_unit': inv.min_unit, 'max_unit': inv.max_unit,
+                 'step_size': inv.step_size,
+                 'allocation_ratio': inv.allocation_ratio,
+                 'used': inv.used}
+            for rc, inv in sorted(record.inventories.items())},
+        'traits': sorted(record.traits),
+        'aggregates': sorted(record.aggregates),
+    }
+
+
+def host_view(topology, tree):
+    """The view of ``topology`` (graph.topology.Topology with links) over
+    ``tree`` (the records of its host's provider tree, maybe empty)."""
+    records = {record.provider.uuid: record for record in tree}
+    links = topology.links
+    document = topology.document
+
+    def linked(uuid):
+        record = records.get(uuid)
+        if record is None:
+            return {'provider_uuid': None, 'free': None}
+        return {'provider_uuid': uuid, 'free': free(record)}
+
+    nodes = []
+    for node in document['numa_nodes']:
+        entry = dict(node)
+        entry.update(linked(links.numa.get(node['id'])))
+        entry['pci_devices'] = [
+            device['address'] for device in document['pci_devices']
+            if device.get('numa_node') == node['id']]
+        nodes.append(entry)
+    devices = []
+    for device in document['pci_devices']:
+        entry = dict(device)
+        entry.update(linked(links.pci.get(device['address'])))
+        entry['vfs'] = [other['address']
+                        for other in document['pci_devices']
+                        if other.get('physfn') == device['address']]
+        devices.append(entry)
+    sockets = [dict(socket, numa_nodes=[
+        node['id'] for node in document['numa_nodes']
+        if node.get('socket') == socket['id']])
+        for socket in document['sockets']]
+    root = links.host if links.host in records else None
+    return {
+        'host': topology.name,
+        'generation': topology.generation,
+        'root_provider_uuid': root,
+        'sockets': sockets,
+        'numa_nodes': nodes,
+        'pci_devices': devices,
+        'providers': [provider_entry(record) for record in tree],
+        'free': free_total(tree),
+    }
+
+
+def free_total(tree):
+    """{class: free capacity summed over the tree}."""
+    total = {}
+    for record in tree:
+        for rc, amount in free(record).items():
+            total[rc] = total.get(rc, 0) + amount
+    return total
