@@ -330,7 +330,7 @@ class WorldReader:
         ranked = self._ranking(request, staleness_limit)
         if ranked is None:
             return None
-        return ranking.option_key(ranked.weighers, ranked.provider_scores())
+        return ranked.option_key()
 
     def order_roots(self, uuids):
         world = self.world

@@ -8,8 +8,6 @@ graph stay as they are): it bumps the Meta node ``telemetry``'s own
 counter, which the version read returns beside the graph version, so each
 process reloads the values (one read) when they changed.
 """
-import json
-
 import orjson
 
 from tachyon_placement.domain import errors
@@ -88,7 +86,7 @@ class TelemetryStore:
 
     def store_metric_values(self, name, values, collected_at_ms):
         self.engine.write(STORE_VALUES, name=name,
-                          values=json.dumps(values),
+                          values=orjson.dumps(values).decode(),
                           collected_at=collected_at_ms)
 
     def drop_metric_values(self, kept):

@@ -45,6 +45,7 @@ class Ranking:
         self._provider_scores = None
         self._sort_keys = None
         self._best_first = None     # (base order, that order best first)
+        self._option_key = None
         # {weigher name: {root: raw score}} and {weigher name: {root:
         # normalised score}}, for explanations.
         raw = dict(raw or {})
@@ -108,6 +109,17 @@ class Ranking:
             raw[weigher.name] = scores
         return Ranking(self.weighers, trees, signals, raw=raw)
 
+    def option_key(self):
+        """option_key(self.weighers, self.provider_scores()), made once:
+        a Ranking belongs to one copy of the graph, so the keys it gives a
+        provider (its usage, its metric values) never change and are
+        remembered (see option_key)."""
+        if self._option_key is None:
+            self._option_key = (option_key(self.weighers,
+                                           self.provider_scores())
+                                or _NO_KEY)
+        return None if self._option_key is _NO_KEY else self._option_key
+
     def with_signals(self, trees, signals):
         """The Ranking of the same weighers and trees with other metric
         values (the collector stored new ones): only the weighers that
@@ -161,6 +173,17 @@ def spread(ordered, subset_size, rng):
     return head + list(ordered[subset_size:])
 
 
+def _provider_score_key(provider_scores):
+    """The sort key of providers by their metric/Cypher scores alone."""
+    if not provider_scores:
+        return None
+    return lambda node: -provider_scores.get(node.uuid, 0.0)
+
+
+# Ranking.option_key's "made, and there is none".
+_NO_KEY = object()
+
+
 def option_key(weighers, provider_scores=None):
     """Within a tree, the order in which the candidate search tries the
     providers of a slot: by the usage weighers of the classes the slot
@@ -174,6 +197,8 @@ def option_key(weighers, provider_scores=None):
     when nothing orders them (Placement's order); None instead of that
     function when neither kind of weigher applies.  The search asks once
     per slot and request, then sorts the providers of every tree with it.
+    Keys are remembered per provider: the records must not change while
+    the function is in use (a Ranking's copy of the graph does not).
     """
     usage = [(weigher.weight, weigher.scorer['resource_class'],
               weigher.scorer.get('mode', model.SPREAD) == model.PACK)
@@ -182,23 +207,31 @@ def option_key(weighers, provider_scores=None):
     if not (usage or provider_scores):
         return None
 
+    keys = {}       # {weighed classes: key}
+
     def for_slot(resources):
         asked = {rc for rc, _amount in resources}
-        weighed = [(weight, rc, pack) for weight, rc, pack in usage
-                   if rc in asked]
+        weighed = tuple((weight, rc, pack) for weight, rc, pack in usage
+                        if rc in asked)
+        if weighed in keys:
+            return keys[weighed]
         if not weighed:
-            if not provider_scores:
-                return None
-            return lambda node: -provider_scores.get(node.uuid, 0.0)
+            key = _provider_score_key(provider_scores)
+        else:
+            memo = {}
 
-        def key(node):
-            total = provider_scores.get(node.uuid, 0.0)
-            for weight, rc, pack in weighed:
-                inventory = node.inventories.get(rc)
-                if inventory is None or inventory.capacity <= 0:
-                    continue
-                ratio = inventory.used / inventory.capacity
-                total += weight * (ratio if pack else 1.0 - ratio)
-            return -total
+            def key(node):
+                found = memo.get(node.uuid)
+                if found is None:
+                    total = provider_scores.get(node.uuid, 0.0)
+                    for weight, rc, pack in weighed:
+                        inventory = node.inventories.get(rc)
+                        if inventory is None or inventory.capacity <= 0:
+                            continue
+                        ratio = inventory.used / inventory.capacity
+                        total += weight * (ratio if pack else 1.0 - ratio)
+                    found = memo[node.uuid] = -total
+                return found
+        keys[weighed] = key
         return key
     return for_slot
