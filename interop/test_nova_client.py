@@ -19,6 +19,7 @@ and finally a compute service is deleted. A step whose prerequisites
 failed fails as "blocked".
 """
 import copy
+import os
 import time
 import uuid
 
@@ -1001,3 +1002,71 @@ def test_delete_compute_node_provider_tree(nova, api):
     assert client.get_provider_by_name(ctx, 'cn1')['uuid'] == rp_uuid('cn1')
     with pytest.raises(exception.ResourceProviderNotFound):
         client.get_provider_by_name(ctx, 'cn2')
+
+
+@pytest.mark.after('test_register_compute_nodes_with_nested_trees')
+def test_agent_topology_links_to_novas_pci_providers(nova, api, server):
+    """nova-compute with [pci] report_in_placement: Nova's own PCI
+    placement view (nova.compute.pci_placement_translator) makes the PCI
+    providers of a host whose VFs and GPU are in [pci] device_spec; the
+    topology agent then publishes that host's sysfs (a Xeon server's tree
+    shipped with Tachyon's tests) and its NUMA nodes and devices link to
+    the providers Nova made."""
+    if server.target != 'tachyon':
+        pytest.skip('the topology API is Tachyon\'s own (target %s)'
+                    % server.target)
+    from nova.compute import pci_placement_translator as translator
+    from nova.compute import provider_tree
+    from nova.pci import devspec
+    import subprocess
+
+    client, ctx = nova['client'], nova['ctx']
+    host = 'cn5'
+    tree = client.get_provider_subtree_and_ensure_root(
+        ctx, rp_uuid(host), name=host)
+    tree.update_inventory(host, {'VCPU': inv(40), 'MEMORY_MB': inv(393216)})
+    assert isinstance(tree, provider_tree.ProviderTree)
+    view = translator.PlacementView(host, [])
+    devices = [('0000:3b:02.%d' % n, 'type-VF', '8086', '154c', 0,
+                '0000:3b:00.0') for n in range(4)]
+    devices.append(('0000:af:00.0', 'type-PCI', '10de', '1eb8', 1, None))
+    for address, dev_type, vendor, product, numa, parent in devices:
+        dev = objects.PciDevice(
+            compute_node_id=1, address=address, dev_type=dev_type,
+            vendor_id=vendor, product_id=product, numa_node=numa,
+            parent_addr=parent, status='available', instance_uuid=None,
+            extra_info={}, dev_id='pci_%s' % address.replace(':', '_'),
+            label='label_%s_%s' % (vendor, product), request_id=None)
+        view.process_dev(dev, devspec.PciDeviceSpec(
+            {'vendor_id': vendor, 'product_id': product}))
+    view.update_provider_tree(tree, {})
+    client.update_from_provider_tree(ctx, tree)
+    in_tree = {rp['name']: rp for rp in api.get(
+        '/resource_providers?in_tree=%s' % rp_uuid(host),
+        version='1.14')['resource_providers']}
+    # Nova's naming: <hostname>_<ADDRESS>, the PF of the VFs.
+    assert set(in_tree) == {host, 'cn5_0000:3B:00.0', 'cn5_0000:AF:00.0'}
+
+    sysfs = os.path.join(conftest.ROOT, 'tachyon_placement', 'tests',
+                         'fixtures', 'sysfs', 'r740-2s-2n')
+    config = os.path.join(server.workdir, 'agent.conf')
+    with open(config, 'w') as out:
+        out.write('[placement]\nauth_type = admin_token\nendpoint = %s\n'
+                  'token = %s\n[topology_agent]\nhost = %s\n'
+                  'sysfs_root = %s\ninterval = 0\n'
+                  % (server.endpoint, conftest.TOKEN, host, sysfs))
+    result = subprocess.run(
+        [conftest._server_python(), '-m',
+         'tachyon_placement.cmd.topology_agent', '--config-file', config],
+        capture_output=True, text=True, timeout=120, cwd=conftest.ROOT)
+    assert result.returncode == 0, result.stderr
+    topology = api.get('/tachyon/topology/hosts/%s' % host, version=None)
+    assert topology['root_provider_uuid'] == rp_uuid(host)
+    by_address = {d['address']: d for d in topology['pci_devices']}
+    pf_rp = in_tree['cn5_0000:3B:00.0']['uuid']
+    assert by_address['0000:3b:00.0']['provider_uuid'] == pf_rp
+    assert by_address['0000:3b:02.3']['provider_uuid'] == pf_rp
+    assert by_address['0000:3b:00.0']['free'] == {'CUSTOM_PCI_8086_154C': 4}
+    assert by_address['0000:af:00.0']['provider_uuid'] == in_tree[
+        'cn5_0000:AF:00.0']['uuid']
+    assert by_address['0000:af:00.0']['numa_node'] == 1

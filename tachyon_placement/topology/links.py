@@ -43,7 +43,8 @@ def link(hostname, document, providers):
                  if p.parent_uuid is None and p.name == hostname), None)
     if root is None:
         return Links(None, {}, {})
-    by_name = {p.name: p.uuid for p in providers}
+    # Nova upper-cases the address; match whatever case a name has.
+    by_name = {p.name.lower(): p.uuid for p in providers}
     numa = _numa_links(document, [p for p in providers
                                   if NUMA_TRAIT in p.traits])
     pci = {}
@@ -54,8 +55,8 @@ def link(hostname, document, providers):
         address = device['address'].lower()
         names = [model.pci_provider_name(hostname, address),
                  libvirt_device_name(hostname, address)]
-        found = next((by_name[name] for name in names if name in by_name),
-                     None)
+        found = next((by_name[name.lower()] for name in names
+                      if name.lower() in by_name), None)
         if found is None:
             found = _by_interface(hostname, device.get('interfaces') or (),
                                   providers)

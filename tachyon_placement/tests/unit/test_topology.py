@@ -143,7 +143,9 @@ def test_links_follow_novas_and_neutrons_names():
             P('n1', 'cn1_NUMA1', traits={'HW_NUMA_ROOT'}),
             P('pf', 'cn1_0000:3B:00.0'),
             P('agent', 'cn1:NIC Switch agent:ens1f1'),
-            P('vgpu', 'cn1_pci_0000_af_00_0')]
+            P('vgpu', 'cn1_pci_0000_af_00_0'),
+            # the case of the address does not matter
+            P('nvme', 'cn1_0000:5e:00.0')]
     found = links.link('cn1', doc, tree)
     assert found.host == 'root'
     assert found.numa == {0: 'n0', 1: 'n1'}
@@ -152,7 +154,8 @@ def test_links_follow_novas_and_neutrons_names():
     assert found.pci['0000:3b:02.3'] == 'pf'
     assert found.pci['0000:3b:00.1'] == 'agent'
     assert found.pci['0000:af:00.0'] == 'vgpu'
-    assert '0000:5e:00.0' not in found.pci
+    assert found.pci['0000:5e:00.0'] == 'nvme'
+    assert '0000:03:00.0' not in found.pci
     # Another host's tree: nothing links.
     assert links.link('cn2', doc, tree) == links.Links(None, {}, {})
 
