@@ -9,6 +9,7 @@ from tachyon_placement.api.handlers import allocation_candidate
 from tachyon_placement.api.handlers import explain
 from tachyon_placement.api.handlers import inventory
 from tachyon_placement.api.handlers import metric
+from tachyon_placement.api.handlers import pci_affinity
 from tachyon_placement.api.handlers import reshaper
 from tachyon_placement.api.handlers import resource_class
 from tachyon_placement.api.handlers import resource_provider
@@ -122,6 +123,14 @@ TACHYON_ROUTES = {
         'GET': metric.get_metric,
         'PUT': metric.put_metric,
         'DELETE': metric.delete_metric,
+    },
+    '/tachyon/pci_affinity': {
+        'GET': pci_affinity.list_rules,
+    },
+    '/tachyon/pci_affinity/{name:%s}' % NAME_SEGMENT: {
+        'GET': pci_affinity.get_rule,
+        'PUT': pci_affinity.put_rule,
+        'DELETE': pci_affinity.delete_rule,
     },
     '/tachyon/topology/hosts': {
         'GET': topology.list_hosts,

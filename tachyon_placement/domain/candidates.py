@@ -99,6 +99,12 @@ class Settings:
     provider nodes or None, to try some providers of a slot before others
     (the weighers' preference within a tree); None (or a None key) keeps
     Placement's order.
+
+    ``refiner``: an object with ``accept(request)`` (False drops an
+    allocation request) and ``ranks``/``rank(request)`` (when ``ranks``,
+    each anchor's requests are ordered by rank, stably, in the places its
+    requests had): a capability's say on whole candidates (PCI-NUMA
+    affinity, topology/affinity.py); None changes nothing.
     """
     max_candidates: int = -1
     strategy: str = DEPTH_FIRST
@@ -106,6 +112,7 @@ class Settings:
     nested_aware: bool = True
     rng: random.Random = None
     option_key: object = None
+    refiner: object = None
 
 
 # ---------------------------------------------------------------------------
@@ -960,11 +967,20 @@ def find_candidates(snapshot, groups, wide, settings=None,
         produced = itertools.chain.from_iterable(
             stream(search) for search in searches())
 
+    refiner = settings.refiner
+    ranked = refiner is not None and refiner.ranks
     results = []
     seen = set()
     generated = 0
+    # With a ranking refiner, the anchor at which the limit was reached
+    # is searched to its end, so that its best requests can come first.
+    finishing = None
     for anchor, assignment, shared_only in produced:
+        if finishing is not None and anchor != finishing:
+            break
         request = _materialize(slots, anchor, assignment)
+        if refiner is not None and not refiner.accept(request):
+            continue
         if shared_only and all(node.sharing for node in assignment):
             identity = _identity(request)
             if identity in seen:
@@ -977,8 +993,12 @@ def find_candidates(snapshot, groups, wide, settings=None,
         if maximum >= 0 and generated >= maximum:
             break
         if stop_at is not None and len(results) >= stop_at:
-            break
+            if not ranked:
+                break
+            finishing = anchor
 
+    if ranked:
+        results = _order_within_anchors(results, refiner.rank)
     everything = results
     if limit and limit < len(results):
         results = (rng.sample(results, limit) if rng is not None
@@ -989,6 +1009,21 @@ def find_candidates(snapshot, groups, wide, settings=None,
         allocation_requests=results,
         provider_summaries=_summaries(snapshot, results, everything,
                                       settings.nested_aware))
+
+
+def _order_within_anchors(results, rank):
+    """``results`` with each anchor's requests sorted by ``rank`` (stable)
+    in the positions that anchor's requests held."""
+    positions = {}
+    for index, request in enumerate(results):
+        positions.setdefault(request.anchor, []).append(index)
+    ordered = list(results)
+    for indexes in positions.values():
+        if len(indexes) > 1:
+            group = sorted((results[i] for i in indexes), key=rank)
+            for index, request in zip(indexes, group):
+                ordered[index] = request
+    return ordered
 
 
 def _nested(snapshot, request):

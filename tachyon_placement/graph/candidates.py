@@ -29,6 +29,7 @@ from tachyon_placement.domain import candidates as domain
 from tachyon_placement.domain import models
 from tachyon_placement.graph import snapshot as snapshot_module
 from tachyon_placement.graph.cypher import Statement
+from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
 
 SHARING = Statement('cand_sharing', common="""
@@ -175,6 +176,10 @@ class CandidateStore:
         return WorldReader(self.worlds.current()).weighed(
             roots, request, staleness_limit, subset_size,
             placement_order=self.order_roots)
+
+    def affinity_refiner(self):
+        """As WorldReader.affinity_refiner."""
+        return WorldReader(self.worlds.current()).affinity_refiner()
 
     def option_key(self, request, staleness_limit):
         """As WorldReader.option_key."""
@@ -331,6 +336,16 @@ class WorldReader:
         if ranked is None:
             return None
         return ranked.option_key()
+
+    def affinity_refiner(self):
+        """The PCI-NUMA affinity refiner of the operator's rules over the
+        hosts' published topologies (topology/affinity.py), or None when
+        there is no rule."""
+        world = self.world
+        if not world.pci_affinity:
+            return None
+        return affinity.Refiner(world.pci_affinity, world.layouts,
+                                world.records)
 
     def order_roots(self, uuids):
         world = self.world

@@ -28,6 +28,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.weighers',
     'tachyon_placement.graph.telemetry',
     'tachyon_placement.graph.topology',
+    'tachyon_placement.graph.pci_affinity',
 )
 
 

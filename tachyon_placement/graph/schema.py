@@ -29,6 +29,9 @@ KEYS = (
     ('Socket', 'host', False),
     ('NUMANode', 'host', False),
     ('PCIDevice', 'host', False),
+    ('Host', 'stamp', False),
+    ('PciAffinityRule', 'name', True),
+    ('HostTombstone', 'stamp', False),
 )
 
 NAME_KEY_OPEN = '<'

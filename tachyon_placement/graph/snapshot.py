@@ -18,6 +18,7 @@ import threading
 from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.graph.cypher import Statement
+from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
 
 _PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
@@ -208,6 +209,15 @@ class World:
         # rankings, built on first use per set of weighers.
         self.weighers = ()
         self.weighers_stamp = 0
+        # PCI-NUMA affinity rules and what they need of the hosts'
+        # published topologies (WorldCache sets them, see
+        # topology/affinity.py): {root uuid: HostLayout}, and {host name:
+        # root uuid} to replace a host's layout when it is published again.
+        self.pci_affinity = ()
+        self.pci_affinity_stamp = 0
+        self.layouts = {}
+        self.layout_roots = {}
+        self.topology_stamp = 0
         # The metric values (WorldCache replaces the view when the
         # collector stored new ones, whether or not the graph moved).
         self.telemetry = TelemetryView(0, {})
@@ -435,8 +445,10 @@ class WorldCache:
         self._lock = threading.Lock()
 
     def current(self):
-        (version, full_reload, weighers_stamp,
-         telemetry_version) = self._store.graph_version()
+        stamps = self._store.graph_version()
+        version, full_reload = stamps.version, stamps.full_reload
+        weighers_stamp, telemetry_version = (stamps.weighers,
+                                             stamps.telemetry)
         world = self._world
         if (world is not None and world.version == version
                 and world.telemetry.version == telemetry_version):
@@ -466,8 +478,42 @@ class WorldCache:
             if previous is not None:
                 world.telemetry = previous.telemetry
             self._see_telemetry(world, telemetry_version)
+            self._see_affinity(world, previous, stamps)
             self._world = world
             return world
+
+    def _see_affinity(self, world, previous, stamps):
+        """Give ``world`` the PCI affinity rules and the host layouts of
+        ``stamps`` (reloading the rules, and the topologies published
+        since ``previous``, when they changed)."""
+        if previous is None or stamps.pci_affinity > (
+                previous.pci_affinity_stamp):
+            world.pci_affinity = tuple(
+                self._store.list_pci_affinity_rules())
+        else:
+            world.pci_affinity = previous.pci_affinity
+        world.pci_affinity_stamp = stamps.pci_affinity
+        since = previous.topology_stamp if previous is not None else -1
+        layouts = dict(previous.layouts) if previous is not None else {}
+        roots = dict(previous.layout_roots) if previous is not None else {}
+        if stamps.topology > since:
+            changed, gone = self._store.topology_changes(since)
+            latest = {}
+            for name, stamp in gone:
+                latest[name] = max(latest.get(name, (-1, None)),
+                                   (stamp, None), key=lambda item: item[0])
+            for name, stamp, document, links in changed:
+                if stamp >= latest.get(name, (-1, None))[0]:
+                    latest[name] = (stamp, (document, links))
+            for name, (_stamp, published) in latest.items():
+                layouts.pop(roots.pop(name, None), None)
+                if published is not None and published[1].host:
+                    document, links = published
+                    roots[name] = links.host
+                    layouts[links.host] = affinity.HostLayout.from_topology(
+                        document, links)
+        world.layouts, world.layout_roots = layouts, roots
+        world.topology_stamp = max(stamps.topology, since, 0)
 
     def _see_telemetry(self, world, telemetry_version):
         """Give ``world`` the metric values of ``telemetry_version`` (one

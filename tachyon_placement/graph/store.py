@@ -15,6 +15,7 @@ from tachyon_placement.graph import allocations
 from tachyon_placement.graph import candidates
 from tachyon_placement.graph import definitions
 from tachyon_placement.graph import inventories
+from tachyon_placement.graph import pci_affinity
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import reshaper
 from tachyon_placement.graph import snapshot
@@ -46,7 +47,8 @@ class Store(resource_classes.ResourceClassStore,
             definitions.DefinitionStore,
             weighers.WeigherStore,
             telemetry.TelemetryStore,
-            topology.TopologyStore):
+            topology.TopologyStore,
+            pci_affinity.PciAffinityStore):
 
     def __init__(self, engine):
         self.engine = engine

@@ -25,6 +25,7 @@ from tachyon_placement.domain import errors
 from tachyon_placement.graph import cypher
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import schema
+from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 from tachyon_placement.topology import links as topology_links
 
@@ -107,14 +108,25 @@ CALL {
 }
 """
 
+# A publication moves the graph version and records it on the Meta node
+# (``topology``) and on the host (``stamp``), so each API process reloads
+# the topologies that changed with its next copy of the graph (affinity).
+_STAMP = """
+MATCH (stamped_meta:Meta {key: 'graph'})
+SET stamped_meta.topology = stamp
+"""
+
 CREATE = Statement('topology_create', common="""
 OPTIONAL MATCH (existing:Host {name: $name})
 WITH existing WHERE existing IS NULL
+%s
+%s
 CREATE (host:Host {name: $name, generation: 0, document: $document,
-                   created_at: timestamp(), updated_at: timestamp()})
+                   stamp: stamp, created_at: timestamp(),
+                   updated_at: timestamp()})
 WITH host
 %s
-%s""" % (_PARTS, _RETURN), guarded=True)
+%s""" % (versioning.BUMP, _STAMP, _PARTS, _RETURN), guarded=True)
 
 
 def _replace_text(dialect):
@@ -122,8 +134,10 @@ def _replace_text(dialect):
 MATCH (host:Host {name: $name})
 %s
 WITH host WHERE host.generation = $generation
+%s
+%s
 SET host.generation = host.generation + 1, host.updated_at = timestamp(),
-    host.document = $document
+    host.document = $document, host.stamp = stamp
 WITH host
 CALL {
   WITH host
@@ -138,7 +152,8 @@ CALL {
   RETURN count(*) AS links_removed
 }
 %s
-%s""" % (cypher.write_lock('host', dialect), _PARTS, _RETURN)
+%s""" % (cypher.write_lock('host', dialect), versioning.BUMP, _STAMP, _PARTS,
+         _RETURN)
 
 
 REPLACE = Statement('topology_replace', neo4j=_replace_text('neo4j'),
@@ -146,9 +161,30 @@ REPLACE = Statement('topology_replace', neo4j=_replace_text('neo4j'),
 
 DELETE = Statement('topology_delete', common="""
 MATCH (host:Host {name: $name})
+%s
+%s
+CREATE (:HostTombstone {name: $name, stamp: stamp})
+WITH host
 OPTIONAL MATCH (host)-[:HAS_SOCKET|HAS_NUMA_NODE|HAS_DEVICE]->(part)
 DETACH DELETE part, host
 RETURN count(*) AS deleted
+""" % (versioning.BUMP, _STAMP))
+
+# What affinity needs of the topologies published (or deleted) after
+# $since: each host's document and links (see topology/affinity.py).
+CHANGED = Statement('topology_changed', common="""
+MATCH (host:Host) WHERE host.stamp > $since
+OPTIONAL MATCH (host)-[:HAS_NUMA_NODE|HAS_DEVICE]->(part)
+      -[:REPRESENTED_BY]->(rp:ResourceProvider)
+OPTIONAL MATCH (host)-[:REPRESENTED_BY]->(root:ResourceProvider)
+RETURN host.name AS name, host.stamp AS stamp, host.document AS document,
+       root.uuid AS root_uuid,
+       collect([part.kind, part.id, part.address, rp.uuid]) AS links
+""")
+
+GONE = Statement('topology_gone', common="""
+MATCH (gone:HostTombstone) WHERE gone.stamp > $since
+RETURN gone.name AS name, gone.stamp AS stamp
 """)
 
 GET = Statement('topology_get', common="""
@@ -273,6 +309,23 @@ class TopologyStore:
         rows = self.engine.write(DELETE, name=hostname)
         if not (rows and rows[0]['deleted']):
             raise errors.NotFound('No topology of host %s.' % hostname)
+
+    def topology_changes(self, since):
+        """(changed, gone) since graph version ``since``: [(host name,
+        stamp, document, Links)] and [(host name, stamp)]."""
+        changed = []
+        for row in self.engine.read(CHANGED, since=since):
+            found = topology_links.Links(row['root_uuid'], {}, {})
+            for kind, node_id, address, uuid in row['links']:
+                if kind == 'numa':
+                    found.numa[node_id] = uuid
+                elif kind == 'pci':
+                    found.pci[address] = uuid
+            changed.append((row['name'], row['stamp'],
+                            json.loads(row['document']), found))
+        gone = [(row['name'], row['stamp'])
+                for row in self.engine.read(GONE, since=since)]
+        return changed, gone
 
     def _links(self, hostname):
         found = topology_links.Links(None, {}, {})

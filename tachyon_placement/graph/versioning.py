@@ -9,6 +9,8 @@ A process holding a copy of the graph asks for the version on each request
 after its copy.  FalkorDB runs writes one at a time and Neo4j serialises
 them on the Meta node's lock, so stamps follow commit order.
 """
+import collections
+
 from tachyon_placement.graph.cypher import Statement
 
 # Bumps the version once (place it where the statement has a single row)
@@ -42,17 +44,26 @@ OPTIONAL MATCH (telemetry:Meta {key: 'telemetry'})
 RETURN coalesce(graph_version.version, 0) AS version,
        coalesce(graph_version.full_reload, 0) AS full_reload,
        coalesce(graph_version.weighers, 0) AS weighers,
-       coalesce(telemetry.version, 0) AS telemetry
+       coalesce(telemetry.version, 0) AS telemetry,
+       coalesce(graph_version.topology, 0) AS topology,
+       coalesce(graph_version.pci_affinity, 0) AS pci_affinity
 """)
+
+# What the version read returns: the graph version, the version of the
+# last change that needs a full reload, the versions of the last changes
+# to the weighers, hosts' topologies and PCI affinity rules (stamps on the
+# Meta node), and the version of the metric values (graph/telemetry.py).
+GraphVersion = collections.namedtuple(
+    'GraphVersion', 'version full_reload weighers telemetry topology '
+    'pci_affinity')
 
 
 class VersionStore:
     """Mixin of Store: the graph version."""
 
     def graph_version(self):
-        """(version, version of the last change that needs a full reload,
-        version of the last change to the weighers, version of the metric
-        values (graph/telemetry.py))."""
+        """The GraphVersion now."""
         row = self.engine.read(VERSION)[0]
-        return (row['version'], row['full_reload'], row['weighers'],
-                row['telemetry'])
+        return GraphVersion(row['version'], row['full_reload'],
+                            row['weighers'], row['telemetry'],
+                            row['topology'], row['pci_affinity'])

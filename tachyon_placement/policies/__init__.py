@@ -12,6 +12,7 @@ from tachyon_placement.policies import base
 from tachyon_placement.policies import explain
 from tachyon_placement.policies import inventory
 from tachyon_placement.policies import metric
+from tachyon_placement.policies import pci_affinity
 from tachyon_placement.policies import reshaper
 from tachyon_placement.policies import resource_class
 from tachyon_placement.policies import resource_provider
@@ -40,6 +41,7 @@ _TACHYON_MODULES = (
     metric,
     explain,
     topology,
+    pci_affinity,
 )
 
 

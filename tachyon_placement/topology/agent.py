@@ -41,7 +41,10 @@ class Publisher:
                 'Accept': 'application/json'}
 
     def _current(self):
-        """(generation, document) stored now, or (None, None)."""
+        """(generation, document) stored now, or (None, None); the
+        document None also when it links to no compute node provider (the
+        host registered with Nova after its last publication: publishing
+        again links it)."""
         response = self.adapter.get(self.path, headers=self._headers(),
                                     raise_exc=False)
         if response.status_code == 404:
@@ -60,6 +63,8 @@ class Publisher:
                              if key not in ('provider_uuid', 'free', 'vfs')}
                             for device in view['pci_devices']],
         }
+        if view['root_provider_uuid'] is None:
+            stored = None
         return view['generation'], stored
 
     def publish_once(self):

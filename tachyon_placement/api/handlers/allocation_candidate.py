@@ -160,14 +160,14 @@ def parse_request(req):
     return list(groups.values()), wide
 
 
-def _settings(req, option_key=None):
+def _settings(req, option_key=None, refiner=None):
     conf = req.conf.placement
     return domain.Settings(
         max_candidates=conf.max_allocation_candidates,
         strategy=conf.allocation_candidates_generation_strategy,
         randomize=conf.randomize_allocation_candidates,
         nested_aware=req.has('nested_candidates'),
-        option_key=option_key)
+        option_key=option_key, refiner=refiner)
 
 
 def find(req, groups, wide):
@@ -232,7 +232,8 @@ def find(req, groups, wide):
                              req.conf.weighing.host_subset_size)
     option_key = reader.option_key(summary, staleness)
     return domain.find_candidates(
-        snapshot, groups, wide, _settings(req, option_key),
+        snapshot, groups, wide,
+        _settings(req, option_key, reader.affinity_refiner()),
         in_tree_roots=in_tree_roots, anchors=anchors, load=load)
 
 

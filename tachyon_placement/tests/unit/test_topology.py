@@ -169,3 +169,24 @@ def test_numa_providers_without_numbered_names_link_in_name_order():
         0: 'numa-a', 1: 'numa-b', 2: 'numa-c', 3: 'numa-d'}
     # A count that does not match: no guess.
     assert links.link('h', doc, tree[:3]).numa == {}
+
+
+def test_a_provider_whose_devices_sit_on_two_nodes_has_no_node():
+    from tachyon_placement.topology import affinity
+    doc = _doc(numa_nodes=[
+        {'id': 0, 'socket': 0, 'cpus': [0], 'memory_mb': 1},
+        {'id': 1, 'socket': 0, 'cpus': [1], 'memory_mb': 1}],
+        pci_devices=[
+            {'address': '0000:01:00.0', 'vendor_id': 'a', 'product_id': 'b',
+             'class': '030000', 'numa_node': 0},
+            {'address': '0000:02:00.0', 'vendor_id': 'a', 'product_id': 'b',
+             'class': '030000', 'numa_node': 1},
+            {'address': '0000:03:00.0', 'vendor_id': 'a', 'product_id': 'b',
+             'class': '030000', 'numa_node': 1}])
+    found = links.Links('root', {0: 'n0', 1: 'n1'}, {
+        '0000:01:00.0': 'shared', '0000:02:00.0': 'shared',
+        '0000:03:00.0': 'own'})
+    layout = affinity.HostLayout.from_topology(doc, found)
+    assert layout.device_numa == {'shared': None, 'own': 1}
+    assert layout.numa_providers == {'n0': 0, 'n1': 1}
+    assert layout.numa_cpus == {0: 1, 1: 1}
