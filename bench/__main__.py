@@ -107,6 +107,11 @@ def parse_args(argv):
                         "\"resource_class\": \"VCPU\"}}'")
     p.add_argument('--tachyon-conf', action='append', default=[],
                    metavar='SECTION.KEY=VALUE')
+    p.add_argument('--weighed-sched', action='store_true',
+                   help='run each scheduling loop level on Tachyon in four '
+                        'turns, alternately without and with the '
+                        '--tachyon-weigher weighers (stored for their '
+                        'turns only), and compare claims/s and 409s')
     p.add_argument('--telemetry', action='store_true',
                    help='run the candidate workloads on Tachyon again with '
                         'three weighers over two metrics that it collects '
@@ -148,6 +153,9 @@ def parse_args(argv):
         args.concurrency = [int(c) for c in args.concurrency.split(',')]
     if args.hosts < 8:
         p.error('--hosts must be at least 8')
+    if args.weighed_sched and not args.tachyon_weigher:
+        p.error('--weighed-sched compares with the --tachyon-weigher '
+                'weighers: name at least one')
     if args.timeout is None:
         args.timeout = 3600 + 0.6 * args.hosts
     return args
@@ -300,7 +308,8 @@ def run(args, results, started, sampler_box):
         _say('%s: loaded in %ss' % (svc.label, res.get('total_seconds')))
     loaded = {n: c for n, c in clients.items()
               if 'error' not in results['load'][n]}
-    if 'tachyon' in loaded and args.tachyon_weigher:
+    if ('tachyon' in loaded and args.tachyon_weigher
+            and not args.weighed_sched):
         results['weighers'] = store_weighers(loaded['tachyon'],
                                              args.tachyon_weigher)
 
@@ -336,8 +345,11 @@ def run(args, results, started, sampler_box):
 
     # -- scheduling loop -----------------------------------------------------
     touched = {n: set() for n in loaded}
+    if args.weighed_sched and 'tachyon' in loaded:
+        weigh_sched(args, cloud, loaded['tachyon'], results, sampler, record,
+                    touched['tachyon'])
     for c in args.concurrency:
-        if not loaded:
+        if not loaded or args.weighed_sched:
             break
         name = 'sched_c%d' % c
         _say('workload %s: scheduling loop, %d clients, %ss per service'
@@ -419,6 +431,64 @@ def weigh_reads(args, cloud, client, results, sampler, record):
             report.latency(entry['tachyon'], 'p50_ms'),
             report.latency(plain or {}, 'p50_ms')))
     telemetry.remove(client)
+
+
+# Turns of the weighed scheduling loop: without, with, with, without.
+WEIGHED_SCHED_TURNS = (False, True, True, False)
+
+
+def weigh_sched(args, cloud, client, results, sampler, record, touched):
+    """The scheduling loop on Tachyon at each level, in turns without and
+    with the --tachyon-weigher weighers (so that the machine's drift
+    weighs on both alike); records sched_cN and sched_cN+weighers, the
+    latter with its claims/s and latency over the former's."""
+    for c in args.concurrency:
+        name = 'sched_c%d' % c
+        _say('workload %s: scheduling loop, %d clients, %ss without and '
+             '%ss with weighers, in turns'
+             % (name, c, args.sched_seconds, args.sched_seconds))
+        sampler.set_phase(name)
+        merged = {False: wl.Stats(), True: wl.Stats()}
+        turn_seconds = args.sched_seconds / (len(WEIGHED_SCHED_TURNS) / 2)
+        for turn, weighed in enumerate(WEIGHED_SCHED_TURNS):
+            if weighed:
+                stored = store_weighers(client, args.tachyon_weigher)
+                results['weighers'] = stored
+            try:
+                st = wl.run_sched({'tachyon': client}, c, turn_seconds,
+                                  args.slice_seconds, cloud,
+                                  seed=args.seed + turn,
+                                  backoff=args.backoff_scale)['tachyon']
+            finally:
+                if weighed:
+                    for weigher in stored:
+                        client.request('DELETE',
+                                       '/tachyon/weighers/%s' % weigher)
+            merged[weighed].merge(st)
+            merged[weighed].wall += st.wall
+            touched |= st.touched
+        what = ('scheduling loop, %d concurrent clients: GET '
+                '/allocation_candidates %s, PUT /allocations on the first '
+                'candidate, DELETE' % (c, SCHED_QUERY))
+        plain = record(name, what, {'tachyon': merged[False]}, 'sched')
+        entry = record(name + '+weighers', what + ', weighers: ' + ', '.join(
+            results.get('weighers', ())), {'tachyon': merged[True]}, 'sched')
+        entry['vs_unweighed'] = dict(
+            {q: report.ratio(report.latency(entry['tachyon'], q),
+                             report.latency(plain['tachyon'], q))
+             for q in ('p50_ms', 'p95_ms', 'p99_ms')},
+            claims_per_s=report.ratio(entry['tachyon']['claims_per_s'],
+                                      plain['tachyon']['claims_per_s']))
+        _say('  tachyon %s claims/s, %s %% 409 without weighers; %s claims/s,'
+             ' %s %% 409 with' % (
+                 plain['tachyon']['claims_per_s'],
+                 _percent(plain['tachyon'].get('conflict_rate')),
+                 entry['tachyon']['claims_per_s'],
+                 _percent(entry['tachyon'].get('conflict_rate'))))
+
+
+def _percent(rate):
+    return None if rate is None else round(rate * 100.0, 1)
 
 
 def main(argv=None):

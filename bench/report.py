@@ -224,7 +224,9 @@ def render(results):
         if weighed:
             rows.append(['', 'vs none', '', '', _x(weighed['p50_ms']),
                          _x(weighed['p95_ms']), _x(weighed['p99_ms']), '',
-                         '', '', '', 'same workload without weighers'])
+                         _x(weighed.get('claims_per_s')) if 'claims_per_s'
+                         in weighed else '', '', '',
+                         'same workload without weighers'])
         rr = per.get('ratio')
         if rr:
             rows.append(['', 'T/P', '', '', _x(rr['p50']), _x(rr['p95']),
