@@ -5,6 +5,7 @@ import threading
 from oslo_log import log as logging
 
 from tachyon_placement.api import app
+from tachyon_placement.feed import service as feed_service
 from tachyon_placement.graph import store as graph_store
 from tachyon_placement.telemetry import collector as telemetry_collector
 from tachyon_placement import policy
@@ -25,6 +26,9 @@ def loadapp(conf, store=None):
         warm_up(store)
         # One per process; the lease makes one of them collect.
         collector = telemetry_collector.start_collector(conf, store)
+        store.feed.log.capacity = conf.changes.log_size
+        feed_service.start_pruning(store, conf.changes.retention_versions,
+                                   conf.changes.prune_interval)
     enforcer = policy.make_enforcer(conf)
     application = app.build_stack(conf, store, enforcer)
     application.store = store

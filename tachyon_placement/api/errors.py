@@ -72,6 +72,10 @@ class Conflict(ApiError):
     webob_class = webob.exc.HTTPConflict
 
 
+class Gone(ApiError):
+    webob_class = webob.exc.HTTPGone
+
+
 class UnsupportedMediaType(ApiError):
     webob_class = webob.exc.HTTPUnsupportedMediaType
 

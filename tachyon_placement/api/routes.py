@@ -6,6 +6,7 @@ header, automatically (see app.make_mapper).
 from tachyon_placement.api.handlers import aggregate
 from tachyon_placement.api.handlers import allocation
 from tachyon_placement.api.handlers import allocation_candidate
+from tachyon_placement.api.handlers import changes
 from tachyon_placement.api.handlers import explain
 from tachyon_placement.api.handlers import inventory
 from tachyon_placement.api.handlers import metric
@@ -131,6 +132,12 @@ TACHYON_ROUTES = {
         'GET': pci_affinity.get_rule,
         'PUT': pci_affinity.put_rule,
         'DELETE': pci_affinity.delete_rule,
+    },
+    '/tachyon/changes': {
+        'GET': changes.list_changes,
+    },
+    '/tachyon/changes/stream': {
+        'GET': changes.stream_changes,
     },
     '/tachyon/topology/hosts': {
         'GET': topology.list_hosts,

@@ -11,6 +11,7 @@ from oslo_middleware import http_proxy_to_wsgi
 from oslo_policy import opts as policy_opts
 
 from tachyon_placement.conf import api
+from tachyon_placement.conf import changes
 from tachyon_placement.conf import graph
 from tachyon_placement.conf import placement
 from tachyon_placement.conf import telemetry
@@ -19,6 +20,7 @@ from tachyon_placement.conf import weighing
 
 def register_opts(conf):
     api.register_opts(conf)
+    changes.register_opts(conf)
     graph.register_opts(conf)
     placement.register_opts(conf)
     telemetry.register_opts(conf)

@@ -29,6 +29,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.telemetry',
     'tachyon_placement.graph.topology',
     'tachyon_placement.graph.pci_affinity',
+    'tachyon_placement.graph.feed',
 )
 
 

@@ -23,7 +23,7 @@ from tachyon_placement.weighing import ranking
 
 _PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
        rp.generation AS generation, rp.parent_uuid AS parent_uuid,
-       rp.root_uuid AS root_uuid, rp.seq AS seq,
+       rp.root_uuid AS root_uuid, rp.seq AS seq, rp.stamp AS stamp,
        rp.created_at AS created_at, rp.updated_at AS updated_at"""
 _INVENTORY_COLUMNS = """rp.uuid AS uuid, rc.name AS rc, inv.total AS total,
        inv.reserved AS reserved, inv.min_unit AS min_unit,
@@ -70,7 +70,7 @@ RETURN rp.uuid AS uuid, a.uuid AS name
 """)
 DELETED = Statement('snap_deleted', common="""
 MATCH (gone:Tombstone) WHERE gone.stamp > $since
-RETURN gone.uuid AS uuid
+RETURN gone.uuid AS uuid, gone.stamp AS stamp
 """)
 
 _EMPTY = frozenset()
@@ -86,14 +86,19 @@ _RC_ROOTS_KEPT = 32
 class ProviderRecord:
     """One provider with everything the in-memory reads look at."""
 
-    __slots__ = ('provider', 'seq', 'traits', 'aggregates', 'inventories')
+    __slots__ = ('provider', 'seq', 'traits', 'aggregates', 'inventories',
+                 'stamp')
 
-    def __init__(self, provider, seq, traits, aggregates, inventories):
+    def __init__(self, provider, seq, traits, aggregates, inventories,
+                 stamp=0):
         self.provider = provider          # domain.models.Provider
         self.seq = seq if seq is not None else 0
         self.traits = traits              # frozenset of names
         self.aggregates = aggregates      # frozenset of uuids
         self.inventories = inventories    # {rc: models.Inventory}
+        # The graph version of the provider's last change (its cursor in
+        # the change feed).
+        self.stamp = stamp or 0
 
     @property
     def uuid(self):
@@ -406,7 +411,7 @@ def _records(engine, statements, since=None):
         records[uuid] = ProviderRecord(
             provider, row['seq'], frozenset(traits.get(uuid, _EMPTY)),
             frozenset(aggregates.get(uuid, _EMPTY)),
-            inventories.get(uuid, {}))
+            inventories.get(uuid, {}), row['stamp'])
     return records
 
 
@@ -443,6 +448,11 @@ class WorldCache:
         self._store = store
         self._world = None
         self._lock = threading.Lock()
+        # Called with (previous World, new World, changed records {uuid:
+        # record} or None when the new one was made anew, deleted [(uuid,
+        # stamp)], hosts' topologies [(name, stamp, state or None)]) each
+        # time the copy moves forward (the change feed listens).
+        self.listeners = []
 
     def current(self):
         stamps = self._store.graph_version()
@@ -459,14 +469,16 @@ class WorldCache:
                 self._see_telemetry(world, telemetry_version)
                 return world
             engine = self._store.engine
+            changed, gone = None, ()
             if world is None or full_reload > world.version:
                 world = World(version, _records(engine, _ALL))
                 settle(len(world.records), len(world.records))
             else:
-                deleted = [row['uuid'] for row in
-                           engine.read(DELETED, since=world.version)]
+                gone = [(row['uuid'], row['stamp']) for row in
+                        engine.read(DELETED, since=world.version)]
                 changed = _records(engine, _CHANGED, since=world.version)
-                world = world.evolve(version, changed, deleted)
+                world = world.evolve(version, changed,
+                                     [uuid for uuid, _stamp in gone])
                 settle(len(changed), len(world.records))
             previous = self._world
             if previous is None or weighers_stamp > previous.weighers_stamp:
@@ -478,14 +490,17 @@ class WorldCache:
             if previous is not None:
                 world.telemetry = previous.telemetry
             self._see_telemetry(world, telemetry_version)
-            self._see_affinity(world, previous, stamps)
+            hosts = self._see_affinity(world, previous, stamps)
             self._world = world
+            for listener in self.listeners:
+                listener(previous, world, changed, gone, hosts)
             return world
 
     def _see_affinity(self, world, previous, stamps):
         """Give ``world`` the PCI affinity rules and the host layouts of
         ``stamps`` (reloading the rules, and the topologies published
-        since ``previous``, when they changed)."""
+        since ``previous``, when they changed); the hosts published or
+        deleted since, [(name, stamp, {generation, document} or None)]."""
         if previous is None or stamps.pci_affinity > (
                 previous.pci_affinity_stamp):
             world.pci_affinity = tuple(
@@ -496,24 +511,27 @@ class WorldCache:
         since = previous.topology_stamp if previous is not None else -1
         layouts = dict(previous.layouts) if previous is not None else {}
         roots = dict(previous.layout_roots) if previous is not None else {}
+        latest = {}
         if stamps.topology > since:
             changed, gone = self._store.topology_changes(since)
-            latest = {}
             for name, stamp in gone:
                 latest[name] = max(latest.get(name, (-1, None)),
                                    (stamp, None), key=lambda item: item[0])
-            for name, stamp, document, links in changed:
+            for name, stamp, generation, document, links in changed:
                 if stamp >= latest.get(name, (-1, None))[0]:
-                    latest[name] = (stamp, (document, links))
+                    latest[name] = (stamp, (generation, document, links))
             for name, (_stamp, published) in latest.items():
                 layouts.pop(roots.pop(name, None), None)
-                if published is not None and published[1].host:
-                    document, links = published
+                if published is not None and published[2].host:
+                    _generation, document, links = published
                     roots[name] = links.host
                     layouts[links.host] = affinity.HostLayout.from_topology(
                         document, links)
         world.layouts, world.layout_roots = layouts, roots
         world.topology_stamp = max(stamps.topology, since, 0)
+        return [(name, stamp, None if published is None else {
+            'generation': published[0], 'document': published[1]})
+            for name, (stamp, published) in latest.items()]
 
     def _see_telemetry(self, world, telemetry_version):
         """Give ``world`` the metric values of ``telemetry_version`` (one

@@ -10,10 +10,13 @@ import urllib.parse
 import os_resource_classes
 import os_traits
 
+from tachyon_placement.feed import service as feed_service
+
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import candidates
 from tachyon_placement.graph import definitions
+from tachyon_placement.graph import feed
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import pci_affinity
 from tachyon_placement.graph import providers
@@ -48,11 +51,13 @@ class Store(resource_classes.ResourceClassStore,
             weighers.WeigherStore,
             telemetry.TelemetryStore,
             topology.TopologyStore,
-            pci_affinity.PciAffinityStore):
+            pci_affinity.PciAffinityStore,
+            feed.FeedStore):
 
     def __init__(self, engine):
         self.engine = engine
         self.worlds = snapshot.WorldCache(self)
+        self.feed = feed_service.Feed(self)
 
     def sync(self):
         """Idempotent start-up work: schema, standard classes and traits."""

@@ -178,7 +178,7 @@ OPTIONAL MATCH (host)-[:HAS_NUMA_NODE|HAS_DEVICE]->(part)
       -[:REPRESENTED_BY]->(rp:ResourceProvider)
 OPTIONAL MATCH (host)-[:REPRESENTED_BY]->(root:ResourceProvider)
 RETURN host.name AS name, host.stamp AS stamp, host.document AS document,
-       root.uuid AS root_uuid,
+       host.generation AS generation, root.uuid AS root_uuid,
        collect([part.kind, part.id, part.address, rp.uuid]) AS links
 """)
 
@@ -312,7 +312,7 @@ class TopologyStore:
 
     def topology_changes(self, since):
         """(changed, gone) since graph version ``since``: [(host name,
-        stamp, document, Links)] and [(host name, stamp)]."""
+        stamp, generation, document, Links)] and [(host name, stamp)]."""
         changed = []
         for row in self.engine.read(CHANGED, since=since):
             found = topology_links.Links(row['root_uuid'], {}, {})
@@ -321,7 +321,7 @@ class TopologyStore:
                     found.numa[node_id] = uuid
                 elif kind == 'pci':
                     found.pci[address] = uuid
-            changed.append((row['name'], row['stamp'],
+            changed.append((row['name'], row['stamp'], row['generation'],
                             json.loads(row['document']), found))
         gone = [(row['name'], row['stamp'])
                 for row in self.engine.read(GONE, since=since)]

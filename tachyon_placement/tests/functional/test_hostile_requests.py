@@ -17,6 +17,7 @@ import collections
 import http.client
 import json
 import os
+import re
 import socket
 import urllib.parse
 
@@ -239,12 +240,21 @@ EXISTING = {
     '/traits/{name}': ['HW_CPU_X86_AVX', 'CUSTOM_FAST', 'CUSTOM_NEW'],
     '/tachyon/weighers/{name}': ['spread', 'coolest'],
     '/tachyon/metrics/{name}': ['cpu', 'memory'],
+    '/tachyon/pci_affinity/{name}': ['gpus'],
+    '/tachyon/topology/hosts/{name}': ['cn1', 'compute-7'],
 }
+
+
+def _plain(template):
+    """A route template without its segments' requirements
+    (``{name:[^/]+}`` -> ``{name}``)."""
+    return re.sub(r'\{(\w+):[^}]*\}', r'{\1}', template)
 
 
 @st.composite
 def _path_piece(draw, template, part):
-    names = EXISTING.get(part.strip('{}')) or EXISTING[template]
+    names = (EXISTING.get(part.strip('{}').split(':')[0])
+             or EXISTING[_plain(template)])
     # Mostly names that exist, so that deeper code sees the rest.
     choice = draw(st.integers(0, 9))
     if choice < 7:

@@ -1,0 +1,168 @@
+"""The change feed: what changed in the graph, after a cursor.
+
+The cursor is the graph version (graph/versioning.py). Every write that
+changes a provider (tree, inventories, usage through allocations, traits,
+aggregates) bumps it once and stamps the providers it changed; a deleted
+provider leaves a tombstone with the version; a host's topology carries
+the version of its last publication (a deleted one a tombstone). So "what
+changed after cursor c" is every provider, tombstone and host stamped
+after c, each in its state now: a client that applies the changes in
+cursor order keeps an exact mirror (an object changed twice after c comes
+once, with the later cursor), which is what a mirror needs.
+
+Each API process keeps the recent changes in memory (a ChangeLog filled
+from its copy of the graph as it moves forward, see WorldCache listeners),
+so subscribers read memory, not the database. A cursor older than what
+the log holds is answered from the copy of the graph and the tombstones;
+one older than the retention floor (tombstones pruned) is gone: 410, and
+the client lists everything again.
+"""
+import bisect
+import collections
+import threading
+
+PROVIDER = 'resource_provider'
+HOST = 'host_topology'
+
+# ``state``: a provider's record of the copy of the graph (immutable,
+# rendered only when read, so filling the log costs writes next to
+# nothing), a host's published topology, or None for a deletion.
+Change = collections.namedtuple('Change', 'cursor kind key state')
+
+
+class CursorGone(Exception):
+    """The cursor is older than the retention floor."""
+
+    def __init__(self, floor):
+        super().__init__(floor)
+        self.floor = floor
+
+
+def provider_state(record):
+    """A provider record as the feed shows it."""
+    provider = record.provider
+    return {
+        'uuid': provider.uuid,
+        'name': provider.name,
+        'generation': provider.generation,
+        'parent_provider_uuid': provider.parent_uuid,
+        'root_provider_uuid': provider.root_uuid,
+        'inventories': {
+            rc: {'total': inv.total, 'reserved': inv.reserved,
+                 'min_unit': inv.min_unit, 'max_unit': inv.max_unit,
+                 'step_size': inv.step_size,
+                 'allocation_ratio': inv.allocation_ratio,
+                 'used': inv.used}
+            for rc, inv in sorted(record.inventories.items())},
+        'traits': sorted(record.traits),
+        'aggregates': sorted(record.aggregates),
+    }
+
+
+def render(change):
+    """The JSON document of a Change."""
+    document = {'cursor': change.cursor, 'type': change.kind,
+                'deleted': change.state is None}
+    if change.kind == PROVIDER:
+        document['uuid'] = change.key
+        document['resource_provider'] = (
+            provider_state(change.state) if change.state is not None
+            else None)
+    else:
+        document['host'] = change.key
+        document['topology'] = change.state
+    return document
+
+
+class ChangeLog:
+    """The changes of the last ``capacity`` ... versions this process saw,
+    oldest first, and a condition that waiters wait on."""
+
+    def __init__(self, capacity=100000):
+        self.capacity = capacity
+        self._changes = collections.deque()
+        self._cursors = collections.deque()   # cursor of each change
+        # The log is complete for cursors >= start: every change after
+        # ``start`` up to ``head`` is in it.
+        self.start = None
+        self.head = 0
+        self.changed = threading.Condition()
+
+    def reset(self, version):
+        """A copy of the graph made anew (no diff known): complete only
+        from ``version`` on."""
+        with self.changed:
+            self._changes.clear()
+            self._cursors.clear()
+            self.start = self.head = version
+            self.changed.notify_all()
+
+    def extend(self, from_version, to_version, changes):
+        """The changes between two copies of the graph (``changes`` with
+        cursors in (from_version, to_version])."""
+        with self.changed:
+            if self.start is None or from_version != self.head:
+                # A gap (or the first copy): complete from here on only.
+                self._changes.clear()
+                self._cursors.clear()
+                self.start = from_version
+            for change in sorted(changes, key=lambda c: c.cursor):
+                self._changes.append(change)
+                self._cursors.append(change.cursor)
+            self.head = max(self.head, to_version)
+            while len(self._changes) > self.capacity:
+                dropped = self._changes.popleft()
+                self._cursors.popleft()
+                self.start = dropped.cursor
+            self.changed.notify_all()
+
+    def covers(self, cursor):
+        return self.start is not None and cursor >= self.start
+
+    def after(self, cursor, limit=None):
+        """(changes after ``cursor``, the cursor to resume from), when the
+        log covers ``cursor``; None otherwise.  ``limit`` cuts between
+        cursors, never inside one write's changes."""
+        with self.changed:
+            if not self.covers(cursor):
+                return None
+            cursors = list(self._cursors)
+            first = bisect.bisect_right(cursors, cursor)
+            found = list(self._changes)[first:]
+            return cut(found, limit, self.head)
+
+
+def cut(changes, limit, head):
+    """(changes, resume cursor): at most ``limit`` changes (more only to
+    finish the last write's), resuming at the last cursor given, or at
+    ``head`` when everything was given."""
+    if limit is None or len(changes) <= limit:
+        return changes, head
+    last = changes[limit - 1].cursor
+    end = limit
+    while end < len(changes) and changes[end].cursor == last:
+        end += 1
+    return changes[:end], last
+
+
+def from_world(world, cursor, tombstones, hosts, gone_hosts):
+    """Every change after ``cursor`` from a copy of the graph (records
+    carry their stamps) and what the engine keeps of deletions:
+    ``tombstones`` [(uuid, stamp)], ``hosts`` [(name, stamp, state)],
+    ``gone_hosts`` [(name, stamp)], all after ``cursor``."""
+    changes = [Change(record.stamp, PROVIDER, uuid, record)
+               for uuid, record in world.records.items()
+               if record.stamp > cursor]
+    alive = set(world.records)
+    changes.extend(Change(stamp, PROVIDER, uuid, None)
+                   for uuid, stamp in tombstones if uuid not in alive)
+    latest = {}
+    for name, stamp, state in hosts:
+        latest[name] = (stamp, state)
+    for name, stamp in gone_hosts:
+        if stamp > latest.get(name, (-1, None))[0]:
+            latest[name] = (stamp, None)
+    changes.extend(Change(stamp, HOST, name, state)
+                   for name, (stamp, state) in latest.items())
+    changes.sort(key=lambda change: change.cursor)
+    return changes

@@ -1,0 +1,137 @@
+"""The change feed of one API process: its ChangeLog, filled as the
+process's copy of the graph moves forward, and a watcher thread that moves
+it forward while someone waits for changes.
+
+Waiting requests (long polls, Server-Sent Events streams) never query the
+database: one watcher per process reads the graph version every
+``poll_interval`` while there are waiters (one indexed read, whatever the
+number of subscribers), the copy of the graph refreshes as it does for any
+request, and the diff lands in the log; writes and candidate requests do
+not know subscribers exist.
+"""
+import threading
+import time
+
+from tachyon_placement.feed import changes as feed_changes
+
+
+class Feed:
+    def __init__(self, store, capacity=100000, poll_interval=0.1):
+        self.store = store
+        self.log = feed_changes.ChangeLog(capacity)
+        self.poll_interval = poll_interval
+        self._waiters = 0
+        self._lock = threading.Lock()
+        self._watcher = None
+        store.worlds.listeners.append(self._observe)
+
+    # -- filled by WorldCache ---------------------------------------------
+
+    def _observe(self, previous, world, changed, deleted, hosts):
+        """A WorldCache listener: ``world`` replaced ``previous``;
+        ``changed`` records and ``deleted`` [(uuid, stamp)] between them
+        (None: a copy made anew), ``hosts`` [(name, stamp, state or
+        None)] published or deleted since."""
+        if changed is None or previous is None:
+            self.log.reset(world.version)
+            return
+        found = [feed_changes.Change(record.stamp, feed_changes.PROVIDER,
+                                     record.uuid, record)
+                 for record in changed.values()]
+        found.extend(feed_changes.Change(stamp, feed_changes.PROVIDER, uuid,
+                                         None) for uuid, stamp in deleted)
+        found.extend(feed_changes.Change(stamp, feed_changes.HOST, name,
+                                         state)
+                     for name, stamp, state in hosts)
+        self.log.extend(previous.version, world.version, found)
+
+    # -- read by requests -----------------------------------------------
+
+    def floor(self):
+        """The oldest cursor still answered (tombstones before it are
+        pruned)."""
+        return self.store.feed_floor()
+
+    def changes(self, cursor, limit=None):
+        """(changes after ``cursor``, resume cursor); CursorGone when the
+        cursor is older than the retention floor."""
+        world = self.store.worlds.current()
+        found = self.log.after(cursor, limit)
+        if found is not None:
+            return found
+        floor = self.floor()
+        if cursor < floor:
+            raise feed_changes.CursorGone(floor)
+        # Older than this process's log: from its copy of the graph.
+        tombstones, hosts, gone_hosts = self.store.feed_since(cursor)
+        everything = feed_changes.from_world(world, cursor, tombstones,
+                                             hosts, gone_hosts)
+        return feed_changes.cut(everything, limit, world.version)
+
+    def wait(self, cursor, timeout, limit=None):
+        """changes(), waiting up to ``timeout`` seconds for some."""
+        deadline = time.monotonic() + timeout
+        found = self.changes(cursor, limit)
+        if found[0] or timeout <= 0:
+            return found
+        self._enter()
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return found
+                with self.log.changed:
+                    if self.log.head <= cursor:
+                        self.log.changed.wait(remaining)
+                found = self.changes(cursor, limit)
+                if found[0]:
+                    return found
+        finally:
+            self._leave()
+
+    # -- the watcher --------------------------------------------------------
+
+    def _enter(self):
+        with self._lock:
+            self._waiters += 1
+            if self._watcher is None or not self._watcher.is_alive():
+                self._watcher = threading.Thread(
+                    target=self._watch, name='tachyon-feed-watcher',
+                    daemon=True)
+                self._watcher.start()
+
+    def _leave(self):
+        with self._lock:
+            self._waiters -= 1
+
+    def _watch(self):
+        while True:
+            with self._lock:
+                if self._waiters <= 0:
+                    self._watcher = None
+                    return
+            try:
+                self.store.worlds.current()
+            except Exception:       # the next poll tries again
+                pass
+            time.sleep(self.poll_interval)
+
+
+def start_pruning(store, keep, interval):
+    """A daemon thread that forgets deletions older than the last ``keep``
+    graph versions every ``interval`` seconds (every process runs one:
+    pruning is idempotent); None when ``interval`` is 0."""
+    if not interval:
+        return None
+
+    def prune():
+        while True:
+            time.sleep(interval)
+            try:
+                store.prune_feed(keep)
+            except Exception:       # the next round tries again
+                pass
+    thread = threading.Thread(target=prune, name='tachyon-feed-pruning',
+                              daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,57 @@
+"""The change feed's log: complete from its start, cut between writes."""
+import threading
+
+from tachyon_placement.feed import changes
+
+
+def C(cursor, key, state='x'):
+    return changes.Change(cursor, changes.PROVIDER, key, state)
+
+
+def test_log_answers_only_what_it_covers():
+    log = changes.ChangeLog()
+    assert log.after(0) is None            # nothing seen yet
+    log.reset(10)
+    assert log.after(9) is None            # before the first copy
+    assert log.after(10) == ([], 10)
+    log.extend(10, 12, [C(12, 'b'), C(11, 'a')])
+    assert log.after(10) == ([C(11, 'a'), C(12, 'b')], 12)
+    assert log.after(11) == ([C(12, 'b')], 12)
+    assert log.after(12) == ([], 12)
+    # A gap (a copy that did not follow the last one): complete from the
+    # new start only.
+    log.extend(20, 21, [C(21, 'c')])
+    assert log.after(12) is None
+    assert log.after(20) == ([C(21, 'c')], 21)
+
+
+def test_log_forgets_the_oldest_beyond_its_capacity():
+    log = changes.ChangeLog(capacity=2)
+    log.reset(0)
+    log.extend(0, 3, [C(1, 'a'), C(2, 'b'), C(3, 'c')])
+    assert log.after(0) is None
+    assert log.after(1) == ([C(2, 'b'), C(3, 'c')], 3)
+
+
+def test_limit_cuts_between_writes():
+    found = [C(1, 'a'), C(2, 'b'), C(2, 'c'), C(3, 'd')]
+    assert changes.cut(found, 2, 9) == (found[:3], 2)
+    assert changes.cut(found, 1, 9) == (found[:1], 1)
+    assert changes.cut(found, 4, 9) == (found, 9)
+
+
+def test_waiters_wake_when_the_log_moves():
+    log = changes.ChangeLog()
+    log.reset(5)
+    woke = threading.Event()
+
+    def waiter():
+        with log.changed:
+            while log.head <= 5:
+                log.changed.wait(5)
+        woke.set()
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    log.extend(5, 6, [C(6, 'a')])
+    thread.join(5)
+    assert woke.is_set()
