@@ -22,6 +22,7 @@ import time
 
 from bench import client as http
 from bench import cloud as cloud_mod
+from bench import feed as feed_bench
 from bench import report
 from bench import services as svcs
 from bench import telemetry
@@ -117,6 +118,15 @@ def parse_args(argv):
                         'three weighers over two metrics that it collects '
                         'from a Prometheus the bench runs (see '
                         'bench/telemetry.py)')
+    p.add_argument('--feed', action='store_true',
+                   help='measure the flat candidate request under '
+                        '--feed-events provider changes per second, without '
+                        'and with --feed-subscribers long-polling the '
+                        'change feed (see bench/feed.py)')
+    p.add_argument('--feed-subscribers', type=int, default=50)
+    p.add_argument('--feed-events', type=int, default=1000,
+                   help='provider changes per second during --feed '
+                        '(default 1000)')
     p.add_argument('--telemetry-refresh', type=int, default=10,
                    help="Tachyon's [telemetry] refresh_interval with "
                         '--telemetry (default 10 s)')
@@ -339,6 +349,12 @@ def run(args, results, started, sampler_box):
                 n, (entry[n]['latency'] or {}).get('p50_ms'),
                 entry[n]['errors']) for n in stats))
 
+    # -- the change feed under load -------------------------------------------
+    if args.feed and 'tachyon' in loaded:
+        tachyon_svc = next(s for s in services if s.name == 'tachyon')
+        feed_bench.run(loaded['tachyon'], tachyon_svc, cloud, args, record,
+                       started, _say)
+
     # -- the candidate workloads again, weighed by telemetry -----------------
     if telemetry_conf and 'tachyon' in loaded:
         weigh_reads(args, cloud, loaded['tachyon'], results, sampler, record)
@@ -423,10 +439,11 @@ def weigh_reads(args, cloud, client, results, sampler, record):
             stats, 'read')
         plain = results['workloads'].get(w.name, {}).get('tachyon')
         if plain:
-            entry['vs_unweighed'] = {
+            entry['versus'] = dict({
                 q: report.ratio(report.latency(entry['tachyon'], q),
                                 report.latency(plain, q))
-                for q in ('p50_ms', 'p95_ms', 'p99_ms')}
+                for q in ('p50_ms', 'p95_ms', 'p99_ms')},
+                base='same workload without weighers')
         _say('  tachyon p50 %s ms (%s without weighers)' % (
             report.latency(entry['tachyon'], 'p50_ms'),
             report.latency(plain or {}, 'p50_ms')))
@@ -473,12 +490,13 @@ def weigh_sched(args, cloud, client, results, sampler, record, touched):
         plain = record(name, what, {'tachyon': merged[False]}, 'sched')
         entry = record(name + '+weighers', what + ', weighers: ' + ', '.join(
             results.get('weighers', ())), {'tachyon': merged[True]}, 'sched')
-        entry['vs_unweighed'] = dict(
+        entry['versus'] = dict(
             {q: report.ratio(report.latency(entry['tachyon'], q),
                              report.latency(plain['tachyon'], q))
              for q in ('p50_ms', 'p95_ms', 'p99_ms')},
             claims_per_s=report.ratio(entry['tachyon']['claims_per_s'],
-                                      plain['tachyon']['claims_per_s']))
+                                      plain['tachyon']['claims_per_s']),
+            base='same loop without weighers')
         _say('  tachyon %s claims/s, %s %% 409 without weighers; %s claims/s,'
              ' %s %% 409 with' % (
                  plain['tachyon']['claims_per_s'],

@@ -220,13 +220,12 @@ def render(results):
         per_service = {k: v for k, v in per.items()
                        if k in labels}
         rows += workload_rows(name, per_service, labels)
-        weighed = per.get('vs_unweighed')
-        if weighed:
-            rows.append(['', 'vs none', '', '', _x(weighed['p50_ms']),
-                         _x(weighed['p95_ms']), _x(weighed['p99_ms']), '',
-                         _x(weighed.get('claims_per_s')) if 'claims_per_s'
-                         in weighed else '', '', '',
-                         'same workload without weighers'])
+        versus = per.get('versus')
+        if versus:
+            rows.append(['', 'vs base', '', '', _x(versus['p50_ms']),
+                         _x(versus['p95_ms']), _x(versus['p99_ms']), '',
+                         _x(versus.get('claims_per_s')) if 'claims_per_s'
+                         in versus else '', '', '', versus['base']])
         rr = per.get('ratio')
         if rr:
             rows.append(['', 'T/P', '', '', _x(rr['p50']), _x(rr['p95']),
