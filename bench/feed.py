@@ -22,7 +22,10 @@ from bench import client as http
 from bench import services as svcs
 from bench import workloads as wl
 
-BATCH_HOSTS = 20
+BATCH_HOSTS = 50
+# Writer threads sharing the rate (one POST of 50 consumers takes tens of
+# milliseconds: one thread alone cannot write 1000 changes/s).
+WRITERS = 4
 
 
 class FeedServer:
@@ -80,6 +83,7 @@ class Writer(threading.Thread):
         self.stop_event = threading.Event()
         self.changes = 0
         self.errors = 0
+        self.error_samples = []
         self.started = None
 
     def run(self):
@@ -92,7 +96,8 @@ class Writer(threading.Thread):
                 body = {consumer: {'allocations': {},
                                    'project_id': self.project,
                                    'user_id': self.user,
-                                   'consumer_generation': generation}
+                                   'consumer_generation': generation,
+                                   'consumer_type': 'INSTANCE'}
                         for consumer, generation in held.items()}
                 held = {}
             else:
@@ -111,13 +116,25 @@ class Writer(threading.Thread):
                 self.changes += BATCH_HOSTS
             else:
                 self.errors += 1
-                held = {}
+                if len(self.error_samples) < 3:
+                    self.error_samples.append(response.describe())
+                if not any(entry['allocations'] for entry in body.values()):
+                    held = {c: 1 for c in body}     # release again
+                else:
+                    held = {}
             next_at += interval
             delay = next_at - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             else:
                 next_at = time.monotonic()
+        if held:    # leave the cloud as it was
+            self.client.request('POST', '/allocations', {
+                consumer: {'allocations': {}, 'project_id': self.project,
+                           'user_id': self.user,
+                           'consumer_generation': generation,
+                           'consumer_type': 'INSTANCE'}
+                for consumer, generation in held.items()})
 
     def per_second(self):
         return self.changes / max(1e-9, time.monotonic() - self.started)
@@ -172,19 +189,24 @@ def run(client, tachyon, cloud, args, record, started, say):
     flat = wl.read_workloads(cloud)[0]
     results = {}
     for subscribers in (0, args.feed_subscribers):
-        writer = Writer(http.Client('tachyon-writer', '127.0.0.1',
-                                    client.port), cloud, args.feed_events,
-                        args.seed)
+        writers = [Writer(http.Client('tachyon-writer', '127.0.0.1',
+                                      client.port), cloud,
+                          args.feed_events / float(WRITERS), args.seed + i)
+                   for i in range(WRITERS)]
         subs = [Subscriber(server.port, i) for i in range(subscribers)]
         for sub in subs:
             sub.start()
-        writer.start()
+        for writer in writers:
+            writer.start()
         time.sleep(3)       # the write rate and the polls settle
         stats = _measure(client, flat, args.requests, args.read_seconds)
-        rate = writer.per_second()
-        writer.stop()
+        rate = sum(writer.per_second() for writer in writers)
+        for writer in writers:
+            writer.stop()
         for sub in subs:
             sub.stop()
+        errors = sum(writer.errors for writer in writers)
+        samples = [s for writer in writers for s in writer.error_samples]
         received = [sub.received for sub in subs]
         name = 'feed_%d_subscribers' % subscribers
         entry = record(name, '%s under %d provider changes/s, %d '
@@ -192,7 +214,8 @@ def run(client, tachyon, cloud, args, record, started, say):
                            flat.description, args.feed_events,
                            subscribers), {'tachyon': stats}, 'read')
         entry['feed'] = {
-            'changes_per_s': round(rate, 1), 'write_errors': writer.errors,
+            'changes_per_s': round(rate, 1), 'write_errors': errors,
+            'write_error_samples': samples[:3],
             'subscribers': subscribers,
             'received_min': min(received) if received else None,
             'received_max': max(received) if received else None,

@@ -21,13 +21,35 @@ import bisect
 import collections
 import threading
 
+import orjson
+
 PROVIDER = 'resource_provider'
 HOST = 'host_topology'
 
-# ``state``: a provider's record of the copy of the graph (immutable,
-# rendered only when read, so filling the log costs writes next to
-# nothing), a host's published topology, or None for a deletion.
-Change = collections.namedtuple('Change', 'cursor kind key state')
+
+class Change(collections.namedtuple('Change', 'cursor kind key state')):
+    """One change.  ``state``: a provider's record of the copy of the
+    graph (immutable, rendered only when read, so filling the log costs
+    writes next to nothing), a host's published topology, or None for a
+    deletion."""
+    __slots__ = ()
+
+    def encoded(self):
+        """The change as JSON bytes, encoded once however many
+        subscribers read it (kept in ENCODED while the change is alive)."""
+        identity = self[:3]     # (cursor, kind, key): one change
+        found = ENCODED.get(identity)
+        if found is None:
+            if len(ENCODED) >= ENCODED_KEPT:
+                ENCODED.clear()
+            found = ENCODED[identity] = orjson.dumps(render(self))
+        return found
+
+
+# (cursor, kind, key) -> the change's JSON bytes, for every subscriber;
+# bounded (cleared when full: encoding again is only a cost).
+ENCODED = {}
+ENCODED_KEPT = 200000
 
 
 class CursorGone(Exception):
@@ -38,27 +60,6 @@ class CursorGone(Exception):
         self.floor = floor
 
 
-def provider_state(record):
-    """A provider record as the feed shows it."""
-    provider = record.provider
-    return {
-        'uuid': provider.uuid,
-        'name': provider.name,
-        'generation': provider.generation,
-        'parent_provider_uuid': provider.parent_uuid,
-        'root_provider_uuid': provider.root_uuid,
-        'inventories': {
-            rc: {'total': inv.total, 'reserved': inv.reserved,
-                 'min_unit': inv.min_unit, 'max_unit': inv.max_unit,
-                 'step_size': inv.step_size,
-                 'allocation_ratio': inv.allocation_ratio,
-                 'used': inv.used}
-            for rc, inv in sorted(record.inventories.items())},
-        'traits': sorted(record.traits),
-        'aggregates': sorted(record.aggregates),
-    }
-
-
 def render(change):
     """The JSON document of a Change."""
     document = {'cursor': change.cursor, 'type': change.kind,
@@ -66,7 +67,7 @@ def render(change):
     if change.kind == PROVIDER:
         document['uuid'] = change.key
         document['resource_provider'] = (
-            provider_state(change.state) if change.state is not None
+            change.state.as_document() if change.state is not None
             else None)
     else:
         document['host'] = change.key

@@ -16,10 +16,15 @@ from tachyon_placement.feed import changes as feed_changes
 
 
 class Feed:
-    def __init__(self, store, capacity=100000, poll_interval=0.1):
+    def __init__(self, store, capacity=100000, poll_interval=0.1,
+                 linger=0.1):
         self.store = store
         self.log = feed_changes.ChangeLog(capacity)
         self.poll_interval = poll_interval
+        # A woken waiter lingers this long for more changes before it
+        # answers: under a stream of writes every subscriber then answers
+        # a few times a second, not once per write.
+        self.linger = linger
         self._waiters = 0
         self._lock = threading.Lock()
         self._watcher = None
@@ -83,6 +88,9 @@ class Feed:
                 with self.log.changed:
                     if self.log.head <= cursor:
                         self.log.changed.wait(remaining)
+                if self.log.head > cursor and self.linger:
+                    time.sleep(min(self.linger, max(
+                        0.0, deadline - time.monotonic())))
                 found = self.changes(cursor, limit)
                 if found[0]:
                     return found

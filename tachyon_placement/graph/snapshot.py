@@ -104,6 +104,28 @@ class ProviderRecord:
     def uuid(self):
         return self.provider.uuid
 
+    def as_document(self):
+        """The provider with its inventories (usage included), traits
+        and aggregates, as the topology view and the change feed show
+        it."""
+        provider = self.provider
+        return {
+            'uuid': provider.uuid,
+            'name': provider.name,
+            'generation': provider.generation,
+            'parent_provider_uuid': provider.parent_uuid,
+            'root_provider_uuid': provider.root_uuid,
+            'inventories': {
+                rc: {'total': inv.total, 'reserved': inv.reserved,
+                     'min_unit': inv.min_unit, 'max_unit': inv.max_unit,
+                     'step_size': inv.step_size,
+                     'allocation_ratio': inv.allocation_ratio,
+                     'used': inv.used}
+                for rc, inv in sorted(self.inventories.items())},
+            'traits': sorted(self.traits),
+            'aggregates': sorted(self.aggregates),
+        }
+
     @property
     def root_uuid(self):
         return self.provider.root_uuid

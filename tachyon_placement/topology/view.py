@@ -1,9 +1,9 @@
 """The topology view of one host: its published document joined with the
 providers of its tree (inventories, usages, traits, aggregates) and the
 free capacity of each NUMA node and PCI device through the provider that
-represents it.  Pure: the caller passes the records of the tree (objects
-with ``provider``, ``inventories`` {class: Inventory}, ``traits``,
-``aggregates``)."""
+represents it.  Pure: the caller passes the records of the tree
+(graph.snapshot.ProviderRecord: ``provider``, ``inventories`` {class:
+Inventory}, ``as_document()``)."""
 
 
 def free(record):
@@ -11,25 +11,6 @@ def free(record):
     capacity: (total - reserved) x allocation_ratio)."""
     return {rc: max(0, int(inventory.capacity - inventory.used))
             for rc, inventory in sorted(record.inventories.items())}
-
-
-def provider_entry(record):
-    provider = record.provider
-    return {
-        'uuid': provider.uuid,
-        'name': provider.name,
-        'generation': provider.generation,
-        'parent_provider_uuid': provider.parent_uuid,
-        'inventories': {
-            rc: {'total': inv.total, 'reserved': inv.reserved,
-                 'min_unit': inv.min_unit, 'max_unit': inv.max_unit,
-                 'step_size': inv.step_size,
-                 'allocation_ratio': inv.allocation_ratio,
-                 'used': inv.used}
-            for rc, inv in sorted(record.inventories.items())},
-        'traits': sorted(record.traits),
-        'aggregates': sorted(record.aggregates),
-    }
 
 
 def host_view(topology, tree):
@@ -73,7 +54,7 @@ def host_view(topology, tree):
         'sockets': sockets,
         'numa_nodes': nodes,
         'pci_devices': devices,
-        'providers': [provider_entry(record) for record in tree],
+        'providers': [record.as_document() for record in tree],
         'free': free_total(tree),
     }
 

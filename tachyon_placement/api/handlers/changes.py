@@ -14,8 +14,6 @@
 """
 import time
 
-import orjson
-
 from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.api.handlers import tachyon
@@ -70,14 +68,18 @@ def list_changes(req):
         found, cursor = feed.wait(since, wait, limit)
     except feed_changes.CursorGone as exc:
         raise _gone(exc)
-    return wsgi.json_response(req, {
-        'cursor': cursor,
-        'changes': [feed_changes.render(change) for change in found]})
+    # Each change is encoded once for all subscribers (Change.encoded).
+    response = req.response
+    response.status = 200
+    response.body = b'{"cursor":%d,"changes":[%s]}' % (
+        cursor, b','.join(change.encoded() for change in found))
+    response.content_type = wsgi.JSON
+    return response
 
 
 def _event(change):
     return b'id: %d\nevent: change\ndata: %s\n\n' % (
-        change.cursor, orjson.dumps(feed_changes.render(change)))
+        change.cursor, change.encoded())
 
 
 @tachyon.handler(accept=EVENT_STREAM)
