@@ -17,7 +17,7 @@ from tachyon_placement.feed import changes as feed_changes
 
 class Feed:
     def __init__(self, store, capacity=100000, poll_interval=0.1,
-                 linger=0.1):
+                 linger=0.2):
         self.store = store
         self.log = feed_changes.ChangeLog(capacity)
         self.poll_interval = poll_interval
@@ -57,10 +57,12 @@ class Feed:
         pruned)."""
         return self.store.feed_floor()
 
-    def changes(self, cursor, limit=None):
+    def changes(self, cursor, limit=None, fresh=True):
         """(changes after ``cursor``, resume cursor); CursorGone when the
-        cursor is older than the retention floor."""
-        world = self.store.worlds.current()
+        cursor is older than the retention floor.  ``fresh``: bring this
+        process's copy of the graph (and so the log) up to date first
+        (one version read); a woken waiter need not, the watcher did."""
+        world = self.store.worlds.current() if fresh else None
         found = self.log.after(cursor, limit)
         if found is not None:
             return found
@@ -68,6 +70,7 @@ class Feed:
         if cursor < floor:
             raise feed_changes.CursorGone(floor)
         # Older than this process's log: from its copy of the graph.
+        world = world or self.store.worlds.current()
         tombstones, hosts, gone_hosts = self.store.feed_since(cursor)
         everything = feed_changes.from_world(world, cursor, tombstones,
                                              hosts, gone_hosts)
@@ -91,7 +94,7 @@ class Feed:
                 if self.log.head > cursor and self.linger:
                     time.sleep(min(self.linger, max(
                         0.0, deadline - time.monotonic())))
-                found = self.changes(cursor, limit)
+                found = self.changes(cursor, limit, fresh=False)
                 if found[0]:
                     return found
         finally:
