@@ -79,7 +79,9 @@ class Feed:
     def wait(self, cursor, timeout, limit=None):
         """changes(), waiting up to ``timeout`` seconds for some."""
         deadline = time.monotonic() + timeout
-        found = self.changes(cursor, limit)
+        # While the watcher runs, the copy of the graph is at most one poll
+        # interval old: subscribers then cost the database nothing.
+        found = self.changes(cursor, limit, fresh=not self._watching())
         if found[0] or timeout <= 0:
             return found
         self._enter()
@@ -101,6 +103,10 @@ class Feed:
             self._leave()
 
     # -- the watcher --------------------------------------------------------
+
+    def _watching(self):
+        watcher = self._watcher
+        return watcher is not None and watcher.is_alive()
 
     def _enter(self):
         with self._lock:
