@@ -124,6 +124,9 @@ def parse_args(argv):
                         'and with --feed-subscribers long-polling the '
                         'change feed (see bench/feed.py)')
     p.add_argument('--feed-subscribers', type=int, default=50)
+    p.add_argument('--feed-mode', choices=('sse', 'poll'), default='sse',
+                   help='how --feed subscribers follow: a Server-Sent '
+                        'Events stream each (default) or long polls')
     p.add_argument('--feed-events', type=int, default=1000,
                    help='provider changes per second during --feed '
                         '(default 1000)')

@@ -144,6 +144,54 @@ class Writer(threading.Thread):
         self.join(30)
 
 
+class StreamSubscriber(threading.Thread):
+    """Follows the feed's Server-Sent Events stream, counting the changes
+    it receives (one connection; the server writes each batch once)."""
+
+    def __init__(self, port, index):
+        super().__init__(name='feed-stream-%d' % index, daemon=True)
+        self.port = port
+        self.stop_event = threading.Event()
+        self.received = 0
+        self.polls = 0
+        self.errors = 0
+
+    def run(self):
+        from http import client as http_client
+        last_id = None
+        while not self.stop_event.is_set():
+            conn = http_client.HTTPConnection('127.0.0.1', self.port,
+                                              timeout=30)
+            headers = {'Accept': 'text/event-stream',
+                       'X-Auth-Token': http.TOKEN,
+                       'OpenStack-API-Version': 'tachyon 1.0'}
+            if last_id is not None:
+                headers['Last-Event-ID'] = last_id
+            try:
+                conn.request('GET', '/tachyon/changes/stream',
+                             headers=headers)
+                response = conn.getresponse()
+                if response.status != 200:
+                    self.errors += 1
+                    time.sleep(0.5)
+                    continue
+                self.polls += 1
+                while not self.stop_event.is_set():
+                    line = response.fp.readline()
+                    if not line:
+                        break
+                    if line.startswith(b'id: '):
+                        self.received += 1
+                        last_id = line[4:].strip().decode()
+            except OSError:
+                self.errors += 1
+            finally:
+                conn.close()
+
+    def stop(self):
+        self.stop_event.set()
+
+
 class Subscriber(threading.Thread):
     """Long-polls the feed, counting the changes it receives."""
 
@@ -195,7 +243,8 @@ def run(client, tachyon, cloud, args, record, started, say):
                                       client.port), cloud,
                           args.feed_events / float(WRITERS), args.seed + i)
                    for i in range(WRITERS)]
-        subs = [Subscriber(server.port, i) for i in range(subscribers)]
+        kind = StreamSubscriber if args.feed_mode == 'sse' else Subscriber
+        subs = [kind(server.port, i) for i in range(subscribers)]
         for sub in subs:
             sub.start()
         for writer in writers:
@@ -210,7 +259,8 @@ def run(client, tachyon, cloud, args, record, started, say):
         errors = sum(writer.errors for writer in writers)
         samples = [s for writer in writers for s in writer.error_samples]
         received = [sub.received for sub in subs]
-        name = 'feed_%d_subscribers' % subscribers
+        name = 'feed_%d_subscribers' % subscribers + (
+            '_%s' % args.feed_mode if subscribers else '')
         entry = record(name, '%s under %d provider changes/s, %d '
                        'subscribers long-polling the feed' % (
                            flat.description, args.feed_events,
@@ -228,6 +278,7 @@ def run(client, tachyon, cloud, args, record, started, say):
                 'p50_ms'), rate, entry['feed']['received_min'],
                 entry['feed']['received_max']))
     plain, loaded = results[0], results[args.feed_subscribers]
+    loaded['feed']['mode'] = args.feed_mode
     from bench import report
     loaded['versus'] = dict({
         q: report.ratio(report.latency(loaded['tachyon'], q),
