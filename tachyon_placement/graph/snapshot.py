@@ -531,10 +531,13 @@ class WorldCache:
             world.pci_affinity = previous.pci_affinity
         world.pci_affinity_stamp = stamps.pci_affinity
         since = previous.topology_stamp if previous is not None else -1
-        layouts = dict(previous.layouts) if previous is not None else {}
-        roots = dict(previous.layout_roots) if previous is not None else {}
+        # Shared with the previous copy unless a publication changed them
+        # (most writes do not: no copy per write).
+        layouts = previous.layouts if previous is not None else {}
+        roots = previous.layout_roots if previous is not None else {}
         latest = {}
         if stamps.topology > since:
+            layouts, roots = dict(layouts), dict(roots)
             changed, gone = self._store.topology_changes(since)
             for name, stamp in gone:
                 latest[name] = max(latest.get(name, (-1, None)),
