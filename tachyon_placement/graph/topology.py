@@ -232,6 +232,19 @@ class Topology:
         self.links = links
 
 
+def _links_of(host_uuid, parts):
+    """topology.links.Links from the root's uuid and the linked parts,
+    (kind, NUMA node id, PCI address, provider uuid); other kinds (the
+    host's own row, an empty OPTIONAL MATCH) are skipped."""
+    found = topology_links.Links(host_uuid, {}, {})
+    for kind, node_id, address, uuid in parts:
+        if kind == 'numa':
+            found.numa[node_id] = uuid
+        elif kind == 'pci':
+            found.pci[address] = uuid
+    return found
+
+
 def _topology(row):
     return Topology(row['name'], row['generation'],
                     json.loads(row['document']), row['created_at'],
@@ -313,27 +326,18 @@ class TopologyStore:
     def topology_changes(self, since):
         """(changed, gone) since graph version ``since``: [(host name,
         stamp, generation, document, Links)] and [(host name, stamp)]."""
-        changed = []
-        for row in self.engine.read(CHANGED, since=since):
-            found = topology_links.Links(row['root_uuid'], {}, {})
-            for kind, node_id, address, uuid in row['links']:
-                if kind == 'numa':
-                    found.numa[node_id] = uuid
-                elif kind == 'pci':
-                    found.pci[address] = uuid
-            changed.append((row['name'], row['stamp'], row['generation'],
-                            json.loads(row['document']), found))
+        changed = [(row['name'], row['stamp'], row['generation'],
+                    json.loads(row['document']),
+                    _links_of(row['root_uuid'], row['links']))
+                   for row in self.engine.read(CHANGED, since=since)]
         gone = [(row['name'], row['stamp'])
                 for row in self.engine.read(GONE, since=since)]
         return changed, gone
 
     def _links(self, hostname):
-        found = topology_links.Links(None, {}, {})
-        for row in self.engine.read(LINKS, name=hostname):
-            if row['kind'] == 'host':
-                found = found._replace(host=row['provider_uuid'])
-            elif row['kind'] == 'numa':
-                found.numa[row['id']] = row['provider_uuid']
-            else:
-                found.pci[row['address']] = row['provider_uuid']
-        return found
+        parts = [(row['kind'], row['id'], row['address'],
+                  row['provider_uuid'])
+                 for row in self.engine.read(LINKS, name=hostname)]
+        host = next((uuid for kind, _i, _a, uuid in parts
+                     if kind == 'host'), None)
+        return _links_of(host, parts)
