@@ -8,11 +8,14 @@ many providers. A second Tachyon process on the same engine serves the
 feed (``tachyon-placement-api``, a thread per connection, as the README
 recommends: long polls must not hold the API's gunicorn threads).  The
 flat candidate request is measured twice under the same write load: with
-no subscriber, then with ``--feed-subscribers`` clients long-polling
-``/tachyon/changes`` and counting what they receive.
+no subscriber, then with ``--feed-subscribers`` clients following the feed
+(a Server-Sent Events stream each, or long polls) and counting what they
+receive. Writers and subscribers run in processes of their own, apart
+from the measuring one.
 """
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -72,12 +75,11 @@ class Writer(threading.Thread):
     BATCH_HOSTS consumers on distinct hosts, alternately claiming and
     releasing (so the cloud ends as it began)."""
 
-    def __init__(self, client, cloud, rate, seed):
+    def __init__(self, client, hosts, project, user, rate, seed):
         super().__init__(name='feed-writer', daemon=True)
         self.client = client
-        # Hosts with room: one full host would fail a whole batch.
-        self.hosts = [h for h in cloud.hosts if not h.race and h.fill < 0.7]
-        self.project, self.user = cloud.projects[0], cloud.users[0]
+        self.hosts = hosts          # root provider uuids with room
+        self.project, self.user = project, user
         self.rate = rate
         self.rng = random.Random(seed)
         self.stop_event = threading.Event()
@@ -105,7 +107,7 @@ class Writer(threading.Thread):
                 for host in self.rng.sample(self.hosts, BATCH_HOSTS):
                     consumer = str(uuid.uuid4())
                     body[consumer] = {
-                        'allocations': {host.root.uuid: {
+                        'allocations': {host: {
                             'resources': {'VCPU': 1}}},
                         'project_id': self.project, 'user_id': self.user,
                         'consumer_generation': None,
@@ -144,6 +146,9 @@ class Writer(threading.Thread):
         self.join(30)
 
 
+EVENT_ID = re.compile(rb'\nid: ([0-9]+)\n')
+
+
 class StreamSubscriber(threading.Thread):
     """Follows the feed's Server-Sent Events stream, counting the changes
     it receives (one connection; the server writes each batch once)."""
@@ -155,6 +160,8 @@ class StreamSubscriber(threading.Thread):
         self.received = 0
         self.polls = 0
         self.errors = 0
+        self.last = None
+        self.disordered = 0
 
     def run(self):
         from http import client as http_client
@@ -176,17 +183,37 @@ class StreamSubscriber(threading.Thread):
                     time.sleep(0.5)
                     continue
                 self.polls += 1
-                while not self.stop_event.is_set():
-                    line = response.fp.readline()
-                    if not line:
-                        break
-                    if line.startswith(b'id: '):
-                        self.received += 1
-                        last_id = line[4:].strip().decode()
+                last_id = self._follow(response) or last_id
             except OSError:
                 self.errors += 1
             finally:
                 conn.close()
+
+    def _follow(self, response):
+        """Reads one stream by chunks (a line at a time would cost the
+        subscribers' process more than the server's writing them),
+        counting its events and any that comes out of cursor order; the
+        last event id, to resume from."""
+        leftover, last_id = b'\n', None
+        while not self.stop_event.is_set():
+            chunk = response.read1(65536)
+            if not chunk:
+                break
+            text = leftover + chunk
+            end = text.rfind(b'\n')
+            # Whole lines up to the last newline; the rest (from that
+            # newline on) waits for the next chunk.
+            ids = EVENT_ID.findall(text, 0, end + 1)
+            leftover = text[end:]
+            for found in ids:
+                cursor = int(found)
+                if self.last is not None and cursor < self.last:
+                    self.disordered += 1
+                self.last = cursor
+            self.received += len(ids)
+            if ids:
+                last_id = ids[-1].decode()
+        return last_id
 
     def stop(self):
         self.stop_event.set()
@@ -229,6 +256,63 @@ def _measure(client, workload, requests, seconds):
     return stats['tachyon']
 
 
+def _writers(port, hosts, project, user, rate, seed, stop, out):
+    """A child process: WRITERS threads sharing ``rate``; puts their
+    (changes/s, errors, error samples) on ``out`` once ``stop`` is set."""
+    writers = [Writer(http.Client('tachyon-writer', '127.0.0.1', port),
+                      hosts, project, user, rate / float(WRITERS), seed + i)
+               for i in range(WRITERS)]
+    for writer in writers:
+        writer.start()
+    stop.wait()
+    rate = sum(writer.per_second() for writer in writers)
+    for writer in writers:
+        writer.stop()
+    out.put((rate, sum(w.errors for w in writers),
+             [s for w in writers for s in w.error_samples][:3]))
+
+
+def _subscribers(port, count, mode, stop, out):
+    """A child process: ``count`` subscribers of the feed; puts the
+    changes each received and the errors once ``stop`` is set."""
+    kind = StreamSubscriber if mode == 'sse' else Subscriber
+    subs = [kind(port, i) for i in range(count)]
+    for sub in subs:
+        sub.start()
+    stop.wait()
+    for sub in subs:
+        sub.stop()
+    out.put(([sub.received for sub in subs], sum(s.errors for s in subs),
+             sum(getattr(s, 'disordered', 0) for s in subs)))
+
+
+class Load:
+    """Writers, and subscribers, each in a process of their own: in the
+    measuring process their threads would hold its interpreter lock and
+    lengthen the very latencies measured."""
+
+    def __init__(self):
+        import multiprocessing
+        self.context = multiprocessing.get_context('spawn')
+        self.stop = self.context.Event()
+        self.children = []
+
+    def start(self, target, *args):
+        out = self.context.Queue()
+        child = self.context.Process(target=target,
+                                     args=args + (self.stop, out),
+                                     daemon=True)
+        child.start()
+        self.children.append((child, out))
+
+    def finish(self):
+        self.stop.set()
+        results = [out.get(timeout=120) for child, out in self.children]
+        for child, out in self.children:
+            child.join(30)
+        return results
+
+
 def run(client, tachyon, cloud, args, record, started, say):
     """Candidates under the write load without, then with, subscribers;
     records feed_none and feed_N entries."""
@@ -237,46 +321,42 @@ def run(client, tachyon, cloud, args, record, started, say):
     server.start()
     say('feed: served on 127.0.0.1:%d' % server.port)
     flat = wl.read_workloads(cloud)[0]
+    # Hosts with room: one full host would fail a whole batch.
+    hosts = [h.root.uuid for h in cloud.hosts
+             if not h.race and h.fill < 0.7]
     results = {}
     for subscribers in (0, args.feed_subscribers):
-        writers = [Writer(http.Client('tachyon-writer', '127.0.0.1',
-                                      client.port), cloud,
-                          args.feed_events / float(WRITERS), args.seed + i)
-                   for i in range(WRITERS)]
-        kind = StreamSubscriber if args.feed_mode == 'sse' else Subscriber
-        subs = [kind(server.port, i) for i in range(subscribers)]
-        for sub in subs:
-            sub.start()
-        for writer in writers:
-            writer.start()
-        time.sleep(3)       # the write rate and the polls settle
+        load = Load()
+        if subscribers:
+            load.start(_subscribers, server.port, subscribers,
+                       args.feed_mode)
+        load.start(_writers, client.port, hosts, cloud.projects[0],
+                   cloud.users[0], args.feed_events, args.seed)
+        time.sleep(5)       # the processes start, the rates settle
         stats = _measure(client, flat, args.requests, args.read_seconds)
-        rate = sum(writer.per_second() for writer in writers)
-        for writer in writers:
-            writer.stop()
-        for sub in subs:
-            sub.stop()
-        errors = sum(writer.errors for writer in writers)
-        samples = [s for writer in writers for s in writer.error_samples]
-        received = [sub.received for sub in subs]
+        found = load.finish()
+        rate, errors, samples = found[-1]
+        received, poll_errors, disordered = (
+            found[0] if subscribers else ([], 0, 0))
         name = 'feed_%d_subscribers' % subscribers + (
             '_%s' % args.feed_mode if subscribers else '')
         entry = record(name, '%s under %d provider changes/s, %d '
-                       'subscribers long-polling the feed' % (
+                       'subscribers following the feed' % (
                            flat.description, args.feed_events,
                            subscribers), {'tachyon': stats}, 'read')
         entry['feed'] = {
             'changes_per_s': round(rate, 1), 'write_errors': errors,
-            'write_error_samples': samples[:3],
+            'write_error_samples': samples,
             'subscribers': subscribers,
             'received_min': min(received) if received else None,
             'received_max': max(received) if received else None,
-            'poll_errors': sum(sub.errors for sub in subs)}
+            'poll_errors': poll_errors, 'out_of_order': disordered}
         results[subscribers] = entry
+        p50 = (entry['tachyon']['latency'] or {}).get('p50_ms')
         say('  %s: p50 %s ms, %.0f changes/s written, subscribers got '
-            '%s-%s changes' % (name, (entry['tachyon']['latency'] or {}).get(
-                'p50_ms'), rate, entry['feed']['received_min'],
-                entry['feed']['received_max']))
+            '%s-%s changes (%d out of order)' % (
+                name, p50, rate, entry['feed']['received_min'],
+                entry['feed']['received_max'], disordered))
     plain, loaded = results[0], results[args.feed_subscribers]
     loaded['feed']['mode'] = args.feed_mode
     from bench import report

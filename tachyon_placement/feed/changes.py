@@ -77,12 +77,16 @@ def render(change):
 
 class ChangeLog:
     """The changes of the last ``capacity`` ... versions this process saw,
-    oldest first, and a condition that waiters wait on."""
+    oldest first, and a condition that waiters wait on.
+
+    Kept in lists (not deques) so that a reader finds its cursor by
+    bisection and copies only the changes after it: every subscriber
+    reads the log several times a second."""
 
     def __init__(self, capacity=100000):
         self.capacity = capacity
-        self._changes = collections.deque()
-        self._cursors = collections.deque()   # cursor of each change
+        self._changes = []
+        self._cursors = []      # cursor of each change, ascending
         # The log is complete for cursors >= start: every change after
         # ``start`` up to ``head`` is in it.
         self.start = None
@@ -93,28 +97,37 @@ class ChangeLog:
         """A copy of the graph made anew (no diff known): complete only
         from ``version`` on."""
         with self.changed:
-            self._changes.clear()
-            self._cursors.clear()
+            self._changes, self._cursors = [], []
             self.start = self.head = version
             self.changed.notify_all()
 
     def extend(self, from_version, to_version, changes):
-        """The changes between two copies of the graph (``changes`` with
-        cursors in (from_version, to_version])."""
+        """The changes between two copies of the graph, those with cursors
+        in (from_version, to_version].
+
+        A copy of the graph can hold a write committed after the version
+        read that named it (its reads come after that one): such a change
+        is left out here and comes again, in order, with the next copy,
+        which reads everything stamped after ``to_version``."""
+        changes = [change for change in changes
+                   if change.cursor <= to_version]
         with self.changed:
             if self.start is None or from_version != self.head:
                 # A gap (or the first copy): complete from here on only.
-                self._changes.clear()
-                self._cursors.clear()
+                self._changes, self._cursors = [], []
                 self.start = from_version
             for change in sorted(changes, key=lambda c: c.cursor):
                 self._changes.append(change)
                 self._cursors.append(change.cursor)
             self.head = max(self.head, to_version)
-            while len(self._changes) > self.capacity:
-                dropped = self._changes.popleft()
-                self._cursors.popleft()
-                self.start = dropped.cursor
+            # Trimmed by a quarter at a time: one slice now and then
+            # rather than a pop per change.
+            excess = len(self._changes) - self.capacity
+            if excess > 0:
+                excess = max(excess, self.capacity // 4)
+                self.start = self._cursors[excess - 1]
+                del self._changes[:excess]
+                del self._cursors[:excess]
             self.changed.notify_all()
 
     def covers(self, cursor):
@@ -127,10 +140,8 @@ class ChangeLog:
         with self.changed:
             if not self.covers(cursor):
                 return None
-            cursors = list(self._cursors)
-            first = bisect.bisect_right(cursors, cursor)
-            found = list(self._changes)[first:]
-            return cut(found, limit, self.head)
+            first = bisect.bisect_right(self._cursors, cursor)
+            return cut(self._changes[first:], limit, self.head)
 
 
 def cut(changes, limit, head):
@@ -151,12 +162,16 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts):
     carry their stamps) and what the engine keeps of deletions:
     ``tombstones`` [(uuid, stamp)], ``hosts`` [(name, stamp, state)],
     ``gone_hosts`` [(name, stamp)], all after ``cursor``."""
+    # Nothing stamped after the copy's version (see ChangeLog.extend): the
+    # answer resumes at that version and the rest comes after it.
+    last = world.version
     changes = [Change(record.stamp, PROVIDER, uuid, record)
                for uuid, record in world.records.items()
-               if record.stamp > cursor]
+               if cursor < record.stamp <= last]
     alive = set(world.records)
     changes.extend(Change(stamp, PROVIDER, uuid, None)
-                   for uuid, stamp in tombstones if uuid not in alive)
+                   for uuid, stamp in tombstones
+                   if uuid not in alive and stamp <= last)
     latest = {}
     for name, stamp, state in hosts:
         latest[name] = (stamp, state)
@@ -164,6 +179,7 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts):
         if stamp > latest.get(name, (-1, None))[0]:
             latest[name] = (stamp, None)
     changes.extend(Change(stamp, HOST, name, state)
-                   for name, (stamp, state) in latest.items())
+                   for name, (stamp, state) in latest.items()
+                   if stamp <= last)
     changes.sort(key=lambda change: change.cursor)
     return changes

@@ -33,6 +33,30 @@ def test_log_forgets_the_oldest_beyond_its_capacity():
     assert log.after(1) == ([C(2, 'b'), C(3, 'c')], 3)
 
 
+def test_log_trims_a_quarter_at_a_time():
+    log = changes.ChangeLog(capacity=8)
+    log.reset(0)
+    log.extend(0, 9, [C(n, str(n)) for n in range(1, 10)])
+    # One over: a quarter of the capacity goes at once.
+    assert log.after(1) is None
+    assert log.after(2) == ([C(n, str(n)) for n in range(3, 10)], 9)
+    log.extend(9, 10, [C(10, '10')])
+    assert log.after(8) == ([C(9, '9'), C(10, '10')], 10)
+
+
+def test_a_write_after_the_copys_version_comes_with_the_next_copy():
+    # The copy named version 5 read a write stamped 7 that committed
+    # after its version read: given now, it would come again (out of
+    # order) with the copy that reads everything after 5.
+    log = changes.ChangeLog()
+    log.reset(0)
+    log.extend(0, 5, [C(3, 'a'), C(7, 'b')])
+    assert log.after(0) == ([C(3, 'a')], 5)
+    log.extend(5, 8, [C(7, 'b'), C(8, 'c')])
+    assert log.after(0) == ([C(3, 'a'), C(7, 'b'), C(8, 'c')], 8)
+    assert log.after(5) == ([C(7, 'b'), C(8, 'c')], 8)
+
+
 def test_limit_cuts_between_writes():
     found = [C(1, 'a'), C(2, 'b'), C(2, 'c'), C(3, 'd')]
     assert changes.cut(found, 2, 9) == (found[:3], 2)
