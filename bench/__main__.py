@@ -127,6 +127,10 @@ def parse_args(argv):
     p.add_argument('--feed-mode', choices=('sse', 'poll'), default='sse',
                    help='how --feed subscribers follow: a Server-Sent '
                         'Events stream each (default) or long polls')
+    p.add_argument('--feed-nice', type=int, default=0,
+                   help='niceness of the --feed server and subscribers '
+                        '(on a machine shared with the API, the README '
+                        'recommends running the feed server below it)')
     p.add_argument('--feed-events', type=int, default=1000,
                    help='provider changes per second during --feed '
                         '(default 1000)')

@@ -37,19 +37,20 @@ class FeedServer:
 
     name = 'tachyon-feed'
 
-    def __init__(self, tachyon):
+    def __init__(self, tachyon, nice=0):
         self.tachyon = tachyon
+        self.nice = nice
         self.port = svcs.free_port()
         self.proc = None
 
     def start(self, timeout=120):
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE='1')
-        self.proc = svcs.Proc(
-            'tachyon-feed', [self.tachyon.python, '-m',
-                             'tachyon_placement.cmd.api', '--config-file',
-                             self.tachyon.conf_path, '--port',
-                             str(self.port)],
-            env=env, cwd=self.tachyon.dir)
+        niced = ['nice', '-n', str(self.nice)] if self.nice else []
+        command = niced + [
+            self.tachyon.python, '-m', 'tachyon_placement.cmd.api',
+            '--config-file', self.tachyon.conf_path, '--port', str(self.port)]
+        self.proc = svcs.Proc('tachyon-feed', command, env=env,
+                              cwd=self.tachyon.dir)
         client = http.Client('feed', '127.0.0.1', self.port, timeout=10)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -75,8 +76,10 @@ class Writer(threading.Thread):
     BATCH_HOSTS consumers on distinct hosts, alternately claiming and
     releasing (so the cloud ends as it began)."""
 
-    def __init__(self, client, hosts, project, user, rate, seed):
+    def __init__(self, client, hosts, project, user, rate, seed,
+                 written=None):
         super().__init__(name='feed-writer', daemon=True)
+        self.written = written      # a counter shared with the bench
         self.client = client
         self.hosts = hosts          # root provider uuids with room
         self.project, self.user = project, user
@@ -116,6 +119,9 @@ class Writer(threading.Thread):
             response = self.client.request('POST', '/allocations', body)
             if response.status == 204:
                 self.changes += BATCH_HOSTS
+                if self.written is not None:
+                    with self.written.get_lock():
+                        self.written.value += BATCH_HOSTS
             else:
                 self.errors += 1
                 if len(self.error_samples) < 3:
@@ -256,11 +262,13 @@ def _measure(client, workload, requests, seconds):
     return stats['tachyon']
 
 
-def _writers(port, hosts, project, user, rate, seed, stop, out):
-    """A child process: WRITERS threads sharing ``rate``; puts their
-    (changes/s, errors, error samples) on ``out`` once ``stop`` is set."""
+def _writers(port, hosts, project, user, rate, seed, written, stop, out):
+    """A child process: WRITERS threads sharing ``rate``, counting into
+    ``written``; puts their (changes/s, errors, error samples) on ``out``
+    once ``stop`` is set."""
     writers = [Writer(http.Client('tachyon-writer', '127.0.0.1', port),
-                      hosts, project, user, rate / float(WRITERS), seed + i)
+                      hosts, project, user, rate / float(WRITERS), seed + i,
+                      written)
                for i in range(WRITERS)]
     for writer in writers:
         writer.start()
@@ -272,9 +280,12 @@ def _writers(port, hosts, project, user, rate, seed, stop, out):
              [s for w in writers for s in w.error_samples][:3]))
 
 
-def _subscribers(port, count, mode, stop, out):
+def _subscribers(port, count, mode, nice, stop, out):
     """A child process: ``count`` subscribers of the feed; puts the
-    changes each received and the errors once ``stop`` is set."""
+    changes each received and the errors once ``stop`` is set.  ``nice``:
+    they stand for other machines' clients, so they may yield the CPU."""
+    if nice:
+        os.nice(nice)
     kind = StreamSubscriber if mode == 'sse' else Subscriber
     subs = [kind(port, i) for i in range(count)]
     for sub in subs:
@@ -313,10 +324,18 @@ class Load:
         return results
 
 
+# Turns without and with subscribers (drift of the machine, and of the
+# graph under the writes, weighs on both alike); one set of writers runs
+# through them all, on the same connections.
+TURNS = (False, True, True, False, False, True, True, False)
+
+
 def run(client, tachyon, cloud, args, record, started, say):
-    """Candidates under the write load without, then with, subscribers;
-    records feed_none and feed_N entries."""
-    server = FeedServer(tachyon)
+    """Candidates under the write load, in turns without and with
+    subscribers; records feed_0_subscribers and feed_N_subscribers_MODE
+    (the latter with its latencies over the former's)."""
+    from bench import report
+    server = FeedServer(tachyon, args.feed_nice)
     started.append(server)
     server.start()
     say('feed: served on 127.0.0.1:%d' % server.port)
@@ -324,46 +343,73 @@ def run(client, tachyon, cloud, args, record, started, say):
     # Hosts with room: one full host would fail a whole batch.
     hosts = [h.root.uuid for h in cloud.hosts
              if not h.race and h.fill < 0.7]
+    writing = Load()
+    written = writing.context.Value('q', 0)
+    writing.start(_writers, client.port, hosts, cloud.projects[0],
+                  cloud.users[0], args.feed_events, args.seed, written)
+    time.sleep(5)       # the process starts, the rate settles
+    merged = {False: wl.Stats(), True: wl.Stats()}
+    rates = {False: [], True: []}
+    received, poll_errors, disordered = [], 0, 0
+    per_turn = max(1, args.requests * 2 // len(TURNS))
+    try:
+        for subscribed in TURNS:
+            following = None
+            if subscribed:
+                following = Load()
+                following.start(_subscribers, server.port,
+                                args.feed_subscribers, args.feed_mode,
+                                args.feed_nice)
+                time.sleep(2)       # the streams are open
+            before, began = written.value, time.monotonic()
+            stats = _measure(client, flat, per_turn, args.read_seconds)
+            rates[subscribed].append(
+                (written.value - before) / (time.monotonic() - began))
+            merged[subscribed].merge(stats)
+            merged[subscribed].wall += stats.wall
+            if merged[subscribed].first_body is None:
+                merged[subscribed].first_body = stats.first_body
+            if following is not None:
+                counts, errors, out_of_order = following.finish()[0]
+                received.extend(counts)
+                poll_errors += errors
+                disordered += out_of_order
+    finally:
+        _rate, write_errors, samples = writing.finish()[0]
     results = {}
-    for subscribers in (0, args.feed_subscribers):
-        load = Load()
-        if subscribers:
-            load.start(_subscribers, server.port, subscribers,
-                       args.feed_mode)
-        load.start(_writers, client.port, hosts, cloud.projects[0],
-                   cloud.users[0], args.feed_events, args.seed)
-        time.sleep(5)       # the processes start, the rates settle
-        stats = _measure(client, flat, args.requests, args.read_seconds)
-        found = load.finish()
-        rate, errors, samples = found[-1]
-        received, poll_errors, disordered = (
-            found[0] if subscribers else ([], 0, 0))
+    for subscribed in (False, True):
+        subscribers = args.feed_subscribers if subscribed else 0
         name = 'feed_%d_subscribers' % subscribers + (
-            '_%s' % args.feed_mode if subscribers else '')
+            '_%s' % args.feed_mode if subscribed else '')
         entry = record(name, '%s under %d provider changes/s, %d '
-                       'subscribers following the feed' % (
+                       'subscribers following the feed (in turns)' % (
                            flat.description, args.feed_events,
-                           subscribers), {'tachyon': stats}, 'read')
+                           subscribers), {'tachyon': merged[subscribed]},
+                       'read')
+        rate = sum(rates[subscribed]) / len(rates[subscribed])
         entry['feed'] = {
-            'changes_per_s': round(rate, 1), 'write_errors': errors,
+            'changes_per_s': round(rate, 1), 'write_errors': write_errors,
             'write_error_samples': samples,
-            'subscribers': subscribers,
-            'received_min': min(received) if received else None,
-            'received_max': max(received) if received else None,
-            'poll_errors': poll_errors, 'out_of_order': disordered}
-        results[subscribers] = entry
+            'subscribers': subscribers, 'mode': args.feed_mode,
+            'nice': args.feed_nice}
+        if subscribed:
+            entry['feed'].update(
+                received_min=min(received), received_max=max(received),
+                poll_errors=poll_errors, out_of_order=disordered)
+        results[subscribed] = entry
         p50 = (entry['tachyon']['latency'] or {}).get('p50_ms')
-        say('  %s: p50 %s ms, %.0f changes/s written, subscribers got '
-            '%s-%s changes (%d out of order)' % (
-                name, p50, rate, entry['feed']['received_min'],
-                entry['feed']['received_max'], disordered))
-    plain, loaded = results[0], results[args.feed_subscribers]
-    loaded['feed']['mode'] = args.feed_mode
-    from bench import report
+        say('  %s: p50 %s ms, %.0f changes/s written%s' % (
+            name, p50, rate, '' if not subscribed else
+            ', each subscriber got %d-%d changes per turn (%d out of '
+            'order, %d errors)' % (min(received), max(received),
+                                   disordered, poll_errors)))
+    plain, loaded = results[False], results[True]
     loaded['versus'] = dict({
         q: report.ratio(report.latency(loaded['tachyon'], q),
                         report.latency(plain['tachyon'], q))
         for q in ('p50_ms', 'p95_ms', 'p99_ms')},
+        changes_per_s=report.ratio(loaded['feed']['changes_per_s'],
+                                   plain['feed']['changes_per_s']),
         base='same writes, no subscriber')
     return results
 

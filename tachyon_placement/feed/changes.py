@@ -45,10 +45,25 @@ class Change(collections.namedtuple('Change', 'cursor kind key state')):
             found = ENCODED[identity] = orjson.dumps(render(self))
         return found
 
+    def event(self):
+        """The change as one Server-Sent Event (``id`` its cursor), framed
+        once however many streams carry it."""
+        identity = self[:3]
+        found = EVENTS.get(identity)
+        if found is None:
+            if len(EVENTS) >= ENCODED_KEPT:
+                EVENTS.clear()
+            found = EVENTS[identity] = (
+                b'id: %d\nevent: change\ndata: %s\n\n' % (
+                    self.cursor, self.encoded()))
+        return found
 
-# (cursor, kind, key) -> the change's JSON bytes, for every subscriber;
-# bounded (cleared when full: encoding again is only a cost).
+
+# (cursor, kind, key) -> the change's JSON bytes, and its Server-Sent
+# Event, for every subscriber; bounded (cleared when full: encoding again
+# is only a cost).
 ENCODED = {}
+EVENTS = {}
 ENCODED_KEPT = 200000
 
 

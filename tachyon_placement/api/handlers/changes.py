@@ -77,11 +77,6 @@ def list_changes(req):
     return response
 
 
-def _event(change):
-    return b'id: %d\nevent: change\ndata: %s\n\n' % (
-        change.cursor, change.encoded())
-
-
 @tachyon.handler(accept=EVENT_STREAM)
 def stream_changes(req):
     # Only a client that asks for a stream gets one (EventSource sends
@@ -108,7 +103,7 @@ def stream_changes(req):
         position = cursor
         # One write per batch of changes, not per change: 50 streams under
         # a thousand changes a second would otherwise be 50,000 writes.
-        yield b'retry: 2000\n\n' + b''.join(_event(c) for c in first)
+        yield b'retry: 2000\n\n' + b''.join(c.event() for c in first)
         end = time.monotonic() + STREAM_SECONDS
         while time.monotonic() < end:
             try:
@@ -118,7 +113,7 @@ def stream_changes(req):
             if not found:
                 yield b': keep-alive\n\n'
                 continue
-            yield b''.join(_event(change) for change in found)
+            yield b''.join(change.event() for change in found)
             position = position_next
 
     response = req.response
