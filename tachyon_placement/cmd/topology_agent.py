@@ -68,7 +68,25 @@ def register_opts(conf):
 
 
 def list_opts():
-    return {agent_group.name: agent_opts}
+    """For oslo-config-generator (namespace
+    tachyon_placement.topology_agent): the agent's options and, as Nova's
+    sample lists them, the keystoneauth1 options of ``[placement]`` (the
+    password plugins' among the auth plugins)."""
+    placement = (
+        ks_loading.get_session_conf_options()
+        + ks_loading.get_auth_common_conf_options()
+        + ks_loading.get_auth_plugin_conf_options('password')
+        + ks_loading.get_auth_plugin_conf_options('v3password')
+        + ks_loading.get_auth_plugin_conf_options('admin_token')
+        + ks_loading.get_adapter_conf_options(include_deprecated=False))
+    unique = {}
+    for opt in placement:
+        unique.setdefault(opt.dest, opt)
+    # The defaults register_opts gives them (fresh Opt objects: safe).
+    unique['service_type'].default = 'placement'
+    unique['valid_interfaces'].default = ['internal', 'public']
+    return [(agent_group, agent_opts),
+            (PLACEMENT_GROUP, list(unique.values()))]
 
 
 def adapter(conf):
