@@ -144,6 +144,13 @@ if ! command -v prometheus >/dev/null 2>&1; then
     apt_install prometheus
 fi
 
+# --- MariaDB: the import tests read a real Placement's database -------------
+
+if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+    log "MariaDB is needed for the import tests"
+    apt_install mariadb-server
+fi
+
 # --- pytest, once per engine ------------------------------------------------
 
 # Run the whole suite unless a test path was given.

@@ -3,6 +3,12 @@
 ``tachyon-manage --config-file FILE db sync`` creates the graph's indexes
 and constraints and syncs the standard resource classes (os-resource-classes)
 and traits (os-traits).  The API does the same on start, idempotently.
+
+``tachyon-manage --config-file FILE db import --from URL`` copies an
+openstack-placement database (SQLAlchemy URL: mysql+pymysql://...,
+postgresql://..., sqlite:///...) into the graph (importing/run.py):
+``--dry-run`` prints what it holds, ``--verify`` compares the graph with
+it afterwards (or alone, with ``--verify-only``).
 """
 import sys
 
@@ -22,6 +28,41 @@ def db_sync(conf):
     return 0
 
 
+def db_import(conf):
+    from tachyon_placement.importing import run
+    from tachyon_placement.importing import source as placement_source
+    command = conf.command
+    try:
+        database = placement_source.PlacementDatabase(command.source)
+        database.check()
+    except placement_source.NotAPlacementDatabase as exc:
+        print('tachyon-manage db import: %s' % exc, file=sys.stderr)
+        return 2
+    try:
+        if command.dry_run:
+            run.dry_run(database, sys.stdout)
+            return 0
+        store = graph_store.open_store(conf)
+        try:
+            if not command.verify_only:
+                try:
+                    run.import_database(store, database, sys.stdout,
+                                        progress=not command.no_progress,
+                                        batch=command.batch_size)
+                except run.ImportRefused as exc:
+                    print('tachyon-manage db import: refused: %s' % exc,
+                          file=sys.stderr)
+                    return 3
+            if command.verify or command.verify_only:
+                if run.verify(store, database, sys.stdout):
+                    return 4
+        finally:
+            store.close()
+    finally:
+        database.close()
+    return 0
+
+
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='Graph store schema and data.')
     db_commands = db.add_subparsers(dest='db_command')
@@ -30,6 +71,25 @@ def _add_commands(subparsers):
         'sync', help='Create indexes/constraints; sync standard classes and '
                      'traits.')
     sync.set_defaults(func=db_sync)
+    imports = db_commands.add_parser(
+        'import', help='Copy an openstack-placement database into the '
+                       'graph (resumable: run it again after an '
+                       'interruption).')
+    imports.add_argument('--from', dest='source', required=True,
+                         metavar='URL',
+                         help='SQLAlchemy URL of the Placement database.')
+    imports.add_argument('--dry-run', action='store_true',
+                         help='Print what the source holds; write nothing.')
+    imports.add_argument('--verify', action='store_true',
+                         help='Afterwards, compare counts and usages per '
+                              'provider with the source.')
+    imports.add_argument('--verify-only', action='store_true',
+                         help='Only compare the graph with the source.')
+    imports.add_argument('--batch-size', type=int, default=5000,
+                         help='Rows per read and per write.')
+    imports.add_argument('--no-progress', action='store_true',
+                         help='No progress bars.')
+    imports.set_defaults(func=db_import)
 
 
 def main(argv=None):

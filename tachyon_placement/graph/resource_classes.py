@@ -18,9 +18,12 @@ SET rc.ordinal = cls.ordinal, rc.standard = true
 RETURN count(rc) AS synced
 """)
 
+# Ordered before the projection: after ``AS rc`` the name is the map,
+# which has no ordinal (the order was the engine's).
 LIST = Statement('rc_list', common="""
 MATCH (rc:ResourceClass)
-RETURN %s ORDER BY rc.ordinal
+WITH rc ORDER BY rc.ordinal
+RETURN %s
 """ % _RC)
 
 GET = Statement('rc_get', common="""

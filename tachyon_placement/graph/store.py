@@ -17,6 +17,7 @@ from tachyon_placement.graph import allocations
 from tachyon_placement.graph import candidates
 from tachyon_placement.graph import definitions
 from tachyon_placement.graph import feed
+from tachyon_placement.graph import importer
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import pci_affinity
 from tachyon_placement.graph import providers
@@ -52,7 +53,7 @@ class Store(resource_classes.ResourceClassStore,
             telemetry.TelemetryStore,
             topology.TopologyStore,
             pci_affinity.PciAffinityStore,
-            feed.FeedStore):
+            feed.FeedStore, importer.ImportStore):
 
     def __init__(self, engine):
         self.engine = engine
