@@ -15,6 +15,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,6 +128,10 @@ def parse_args(argv):
     p.add_argument('--feed-mode', choices=('sse', 'poll'), default='sse',
                    help='how --feed subscribers follow: a Server-Sent '
                         'Events stream each (default) or long polls')
+    p.add_argument('--import', dest='import_placement', action='store_true',
+                   help='after loading, time tachyon-manage db import '
+                        '--verify of the loaded Placement database into a '
+                        'fresh graph (needs --services with placement)')
     p.add_argument('--feed-nice', type=int, default=0,
                    help='niceness of the --feed server and subscribers '
                         '(on a machine shared with the API, the README '
@@ -265,6 +270,33 @@ def warm_up(svc, args):
             'load_seconds': loads}
 
 
+def import_placement(args, placement_svc):
+    """tachyon-manage db import --verify of the loaded Placement's MariaDB
+    into a fresh embedded graph of its own; its time and outcome."""
+    python = svcs.tachyon_python(args.tachyon_python)
+    workdir = os.path.join(svcs.WORK_DIR, 'import')
+    shutil.rmtree(workdir, ignore_errors=True)
+    conf_path = os.path.join(workdir, 'placement.conf')
+    svcs.write_conf(conf_path, {'graph': {'data_dir': os.path.join(
+        workdir, 'graph')}})
+    _say('import: tachyon-manage db import --verify of Placement\'s '
+         'database into a fresh graph')
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [python, '-m', 'tachyon_placement.cmd.manage', '--config-file',
+         conf_path, 'db', 'import', '--from', placement_svc.db.url,
+         '--verify', '--no-progress'], capture_output=True, text=True,
+        cwd=workdir)
+    seconds = round(time.perf_counter() - t0, 1)
+    with open(os.path.join(svcs.LOG_DIR, 'import.log'), 'w') as log:
+        log.write(done.stdout + done.stderr)
+    lines = done.stdout.strip().splitlines()
+    _say('import: exit %d in %ss; %s' % (done.returncode, seconds,
+                                         lines[-1] if lines else ''))
+    return {'seconds': seconds, 'returncode': done.returncode,
+            'verified': done.returncode == 0, 'output': lines[-12:]}
+
+
 def run(args, results, started, sampler_box):
     t0 = time.perf_counter()
     cloud = cloud_mod.build_cloud(args.hosts, args.seed)
@@ -339,6 +371,12 @@ def run(args, results, started, sampler_box):
         entry['ratio'] = report.ratios(entry)
         results['workloads'][name] = entry
         return entry
+
+    # -- tachyon-manage db import of Placement's database ------------------
+    if args.import_placement and 'placement' in loaded:
+        placement_svc = next(svc for svc in services
+                             if svc.name == 'placement')
+        results['import'] = import_placement(args, placement_svc)
 
     # -- read workloads ------------------------------------------------------
     for w in wl.read_workloads(cloud):
