@@ -107,17 +107,23 @@ def _graph_options(data_dir):
     return '\n'.join(lines) + '\n'
 
 
-def _tachyon_command(workdir, port, telemetry_url=None):
+def _tachyon_command(workdir, port, telemetry_url=None,
+                     auth_strategy='noauth2', extra_conf='', embedded=False):
+    """``extra_conf``: more sections ([keystone_authtoken],
+    [oslo_policy]...); ``embedded``: a FalkorDB of its own whatever the
+    run's engine (a second server must not empty the shared Neo4j)."""
     data_dir = os.path.join(workdir, 'graph')
+    graph = ('data_dir = %s\n' % data_dir if embedded
+             else _graph_options(data_dir))
     conf = os.path.join(workdir, 'tachyon.conf')
     with open(conf, 'w') as f:
         f.write('[DEFAULT]\n'
                 'debug = False\n'
                 'log_file = %s\n'
                 '[api]\n'
-                'auth_strategy = noauth2\n'
-                '[graph]\n%s' % (os.path.join(workdir, 'server.log'),
-                                 _graph_options(data_dir)))
+                'auth_strategy = %s\n'
+                '[graph]\n%s%s' % (os.path.join(workdir, 'server.log'),
+                                   auth_strategy, graph, extra_conf))
         if telemetry_url:
             # Collect every second, so a step sees a change quickly.
             f.write('[telemetry]\nurl = %s\nrefresh_interval = 1\n'
@@ -131,19 +137,20 @@ def _tachyon_command(workdir, port, telemetry_url=None):
     return cmd + ['--config-file', conf, '--port', str(port)], data_dir
 
 
-def _placement_command(workdir, port):
+def _placement_command(workdir, port, auth_strategy='noauth2',
+                       extra_conf=''):
     conf = os.path.join(workdir, 'placement.conf')
     with open(conf, 'w') as f:
         f.write('[DEFAULT]\n'
                 'debug = False\n'
                 'log_file = %s\n'
                 '[api]\n'
-                'auth_strategy = noauth2\n'
+                'auth_strategy = %s\n'
                 '[placement_database]\n'
                 'connection = sqlite:///%s\n'
-                'sync_on_startup = True\n' % (
-                    os.path.join(workdir, 'server.log'),
-                    os.path.join(workdir, 'placement.sqlite')))
+                'sync_on_startup = True\n%s' % (
+                    os.path.join(workdir, 'server.log'), auth_strategy,
+                    os.path.join(workdir, 'placement.sqlite'), extra_conf))
     cmd = [_server_python(), os.path.join(INTEROP_DIR,
                                           'reference_placement.py'),
            '--config-file', conf, '--port', str(port)]

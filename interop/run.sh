@@ -107,6 +107,21 @@ fi
 log "clients: $("$CLIENT_VENV/bin/python" -m pip list --format=freeze 2>/dev/null \
     | grep -iE '^(nova|osc-placement|python-openstackclient|keystoneauth1)==' | tr '\n' ' ')"
 
+# --- Keystone's environment ---------------------------------------------------
+
+KEYSTONE_VENV="${INTEROP_KEYSTONE_VENV:-$INTEROP/.keystone-venv}"
+make_venv "$KEYSTONE_VENV"
+stamp_file="$KEYSTONE_VENV/.interop-stamp"
+stamp="$(hash_files "$INTEROP/keystone-requirements.txt" -- "$("$KEYSTONE_VENV/bin/python" --version 2>&1)")"
+if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
+    log "installing Keystone into $KEYSTONE_VENV"
+    "$KEYSTONE_VENV/bin/python" -m pip install -q -r "$INTEROP/keystone-requirements.txt" \
+        || die "pip install (keystone) failed"
+    [ -x "$KEYSTONE_VENV/bin/keystone-manage" ] || die "no keystone-manage in $KEYSTONE_VENV"
+    echo "$stamp" > "$stamp_file"
+fi
+export INTEROP_KEYSTONE_PYTHON="$KEYSTONE_VENV/bin/python"
+
 # --- run ------------------------------------------------------------------------
 
 set +e
