@@ -81,6 +81,25 @@ def webob_error(exc_class, detail, environ=None, code=None, **kw):
     return exc_class(detail, json_formatter=json_error_formatter, **kw)
 
 
+def server_error(code, detail):
+    """(status line text, headers, body) of an error the HTTP server
+    itself answers, before any application saw the request (a request
+    line too long, too many headers...): Placement's JSON error shape,
+    with a request id, as the application's own errors."""
+    error_class = webob.exc.status_map.get(code)
+    if error_class is None or code < 400:
+        error_class = webob.exc.HTTPBadRequest
+    probe = webob.Request.blank('/', headers={'Accept': JSON})
+    identifier = 'req-' + uuidutils.generate_uuid()
+    probe.environ[request_id.ENV_REQUEST_ID] = identifier
+    response = probe.get_response(webob_error(error_class, detail or ''))
+    headers = [('Content-Type', response.content_type),
+               ('Content-Length', str(len(response.body))),
+               (request_id.HTTP_RESP_HEADER_REQUEST_ID, identifier),
+               ('Connection', 'close')]
+    return response.status, headers, response.body
+
+
 class Request(webob.Request):
     """A webob request that knows the Placement bits of its environ."""
 

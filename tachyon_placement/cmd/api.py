@@ -13,10 +13,6 @@ from wsgiref import simple_server
 
 from oslo_config import cfg
 from oslo_log import log as logging
-from oslo_middleware import request_id
-from oslo_utils import uuidutils
-import webob
-import webob.exc
 
 from tachyon_placement.api import wsgi
 from tachyon_placement import conf as tachyon_conf
@@ -77,30 +73,19 @@ class QuietHandler(simple_server.WSGIRequestHandler):
         over 64 KiB: 414, too many or too long headers: 431, a garbled
         request line: 400) in Placement's JSON error shape, not
         http.server's HTML page."""
-        error_class = webob.exc.status_map.get(code)
-        if error_class is None or code < 400:
-            error_class = webob.exc.HTTPBadRequest
-        probe = webob.Request.blank('/', headers={'Accept': wsgi.JSON})
-        probe.environ[request_id.ENV_REQUEST_ID] = (
-            'req-' + uuidutils.generate_uuid())
-        response = probe.get_response(
-            wsgi.webob_error(error_class, message or ''))
+        status, headers, body = wsgi.server_error(code, message)
         self.log_error('code %d, message %s', code, message)
         self.close_connection = True
         # http.server assumes HTTP/0.9 (a bare body, no status line) until
         # the request line has parsed; nobody speaks 0.9 to Placement.
         if self.request_version in ('HTTP/0.9', ''):
             self.request_version = 'HTTP/1.0'
-        self.send_response(response.status_code, response.status.split(
-            ' ', 1)[1])
-        self.send_header('Content-Type', response.content_type)
-        self.send_header('Content-Length', str(len(response.body)))
-        self.send_header(request_id.HTTP_RESP_HEADER_REQUEST_ID,
-                         probe.environ[request_id.ENV_REQUEST_ID])
-        self.send_header('Connection', 'close')
+        self.send_response(code, status.split(' ', 1)[1])
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         if self.command != 'HEAD':
-            self.wfile.write(response.body)
+            self.wfile.write(body)
 
 
 def main(argv=None):

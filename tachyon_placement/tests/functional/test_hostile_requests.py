@@ -19,6 +19,9 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
+import time
 import urllib.parse
 
 import hypothesis
@@ -436,16 +439,54 @@ def test_generated_hostile_requests(api):
     assert status == 200, body
 
 
-@pytest.mark.parametrize('line, status', [
-    (b'GET /' + b'a' * 70000 + b' HTTP/1.1\r\n\r\n', 414),
-    (b'GET / HTTP/1.1\r\n' + b'x-long: ' + b'a' * 70000 + b'\r\n\r\n', 431),
-    (b'GET / HTTP/1.1\r\n' + b''.join(b'x-h%d: 1\r\n' % n
-                                      for n in range(120)) + b'\r\n', 431),
-    (b'GET / HTTP/9.9\r\n\r\n', 505),
-    (b'\x00\xff garbage\r\n\r\n', 400),
-])
-def test_refused_before_the_application_in_placement_shape(api, line, status):
-    with socket.create_connection(('127.0.0.1', api.port), timeout=30) as sock:
+class GunicornServed:
+    """The API under gunicorn with Tachyon's configuration module (the
+    ``[server]`` extra): its own errors must come in Placement's shape
+    too."""
+
+    def __init__(self, workdir):
+        self.config = served.ServedPlacement(workdir)
+        self.port = served.free_port()
+        self.process = None
+        self.workdir = str(workdir)
+
+    def start(self, timeout=60):
+        env = dict(os.environ, TACHYON_CONFIG_FILE=self.config.config)
+        self.log = open(os.path.join(self.workdir, 'gunicorn.log'), 'ab')
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'gunicorn', '-c',
+             'python:tachyon_placement.wsgi.gunicorn', '--bind',
+             '127.0.0.1:%d' % self.port, '--workers', '1',
+             'tachyon_placement.wsgi.api:application'],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, 'gunicorn exited'
+            try:
+                with socket.create_connection(('127.0.0.1', self.port),
+                                              timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError('gunicorn did not start')
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(30)
+        self.config.stop()
+
+
+@pytest.fixture(scope='module')
+def gunicorn_api(tmp_path_factory):
+    api = GunicornServed(tmp_path_factory.mktemp('gunicorn')).start()
+    yield api
+    api.stop()
+
+
+def _raw(port, line):
+    """(status, headers, body) of a raw request."""
+    with socket.create_connection(('127.0.0.1', port), timeout=30) as sock:
         sock.sendall(line)
         answer = b''
         while True:
@@ -455,8 +496,51 @@ def test_refused_before_the_application_in_placement_shape(api, line, status):
             answer += chunk
     head, _, payload = answer.partition(b'\r\n\r\n')
     status_line, *header_lines = head.decode('latin-1').split('\r\n')
-    assert int(status_line.split()[1]) == status, answer[:500]
     headers = dict(line.lower().split(': ', 1) for line in header_lines)
+    return int(status_line.split()[1]), headers, payload
+
+
+LONG_LINE = b'GET /' + b'a' * 70000 + b' HTTP/1.1\r\n\r\n'
+LONG_HEADER = (b'GET / HTTP/1.1\r\n' + b'x-long: ' + b'a' * 70000 +
+               b'\r\n\r\n')
+MANY_HEADERS = (b'GET / HTTP/1.1\r\n' + b''.join(
+    b'x-h%d: 1\r\n' % n for n in range(120)) + b'\r\n')
+BAD_VERSION = b'GET / HTTP/9.9\r\n\r\n'
+GARBAGE = b'\x00\xff garbage\r\n\r\n'
+
+
+@pytest.mark.parametrize('line, status', [
+    (LONG_LINE, 414), (LONG_HEADER, 431), (MANY_HEADERS, 431),
+    (BAD_VERSION, 505), (GARBAGE, 400),
+])
+def test_refused_before_the_application_in_placement_shape(api, line, status):
+    found, headers, payload = _raw(api.port, line)
+    assert found == status, payload[:500]
     error = check_error_document(status, headers, payload)
     assert error['request_id'].startswith('req-')
     assert headers['x-openstack-request-id'] == error['request_id']
+
+
+# gunicorn's limits: request line 4094 bytes, a header 8190, 100 headers;
+# an unknown HTTP version is its 400.
+@pytest.mark.parametrize('line, status', [
+    (LONG_LINE, 414), (LONG_HEADER, 431), (MANY_HEADERS, 431),
+    (BAD_VERSION, 400), (GARBAGE, 400),
+])
+def test_gunicorns_refusals_in_placement_shape(gunicorn_api, line, status):
+    found, headers, payload = _raw(gunicorn_api.port, line)
+    assert found == status, payload[:500]
+    error = check_error_document(status, headers, payload)
+    assert error['request_id'].startswith('req-')
+    assert headers['x-openstack-request-id'] == error['request_id']
+    assert headers['connection'] == 'close'
+
+
+def test_gunicorn_serves_the_api(gunicorn_api):
+    connection = http.client.HTTPConnection('127.0.0.1', gunicorn_api.port,
+                                            timeout=30)
+    connection.request('GET', '/resource_providers', headers={
+        'x-auth-token': 'admin', 'accept': 'application/json'})
+    response = connection.getresponse()
+    assert response.status == 200
+    assert json.loads(response.read()) == {'resource_providers': []}
