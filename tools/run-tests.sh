@@ -151,6 +151,13 @@ if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
     apt_install mariadb-server
 fi
 
+# --- shellcheck: the devstack plugin is checked with it ---------------------
+
+if ! command -v shellcheck >/dev/null 2>&1; then
+    log "shellcheck is needed for the devstack plugin's test"
+    apt_install shellcheck
+fi
+
 # --- pytest, once per engine ------------------------------------------------
 
 # Run the whole suite unless a test path was given.
