@@ -114,12 +114,13 @@ class ServedPlacement:
             return log.read()[-3000:].decode('utf-8', 'replace')
 
     def request(self, method, path, body=None, version='latest',
-                token='admin'):
+                token='admin', service='placement'):
+        """``service``: placement, or tachyon (Tachyon's own routes)."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data,
                                      method=method)
         req.add_header('x-auth-token', token)
-        req.add_header('openstack-api-version', 'placement %s' % version)
+        req.add_header('openstack-api-version', '%s %s' % (service, version))
         req.add_header('accept', 'application/json')
         if data is not None:
             req.add_header('content-type', 'application/json')

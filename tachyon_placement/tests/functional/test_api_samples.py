@@ -1,0 +1,47 @@
+"""api-ref's JSON samples are what the service answers: the requests of
+api_samples.py sent to a fresh Tachyon, on the suite's engine, give
+exactly the sample files (tools/make-api-samples writes them)."""
+import json
+import os
+
+import pytest
+
+from tachyon_placement.tests.functional import api_samples
+from tachyon_placement.tests.functional import served
+
+
+def _read(path):
+    with open(path) as sample:
+        return json.load(sample)
+
+
+@pytest.fixture
+def api(tmp_path):
+    service = served.ServedPlacement(tmp_path / 'api').start()
+    yield service
+    service.stop()
+
+
+def test_samples_are_the_services_answers(api):
+    written = set()
+    for name, method, path, body, version, status in api_samples.STEPS:
+        kind, number = version.split()
+        found, answer = api.request(method, path, body, version=number,
+                                    service=kind)
+        assert found == status, (method, path, answer)
+        if name is None:
+            continue
+        if body is not None:
+            request_path = api_samples.sample_path(name, '-request')
+            written.add(request_path)
+            assert _read(request_path) == body, request_path
+        if answer is not None:
+            answer_path = api_samples.sample_path(name)
+            written.add(answer_path)
+            assert _read(answer_path) == api_samples.stable(answer), (
+                '%s differs from the answer to %s %s (tools/make-api-'
+                'samples writes it again)' % (answer_path, method, path))
+    present = {os.path.join(directory, filename)
+               for directory, _dirs, files in os.walk(
+                   api_samples.SAMPLES_DIR) for filename in files}
+    assert present == written, present ^ written
