@@ -151,6 +151,11 @@ if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
     apt_install mariadb-server
 fi
 
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    log "PostgreSQL is needed for the import tests"
+    apt_install postgresql
+fi
+
 # --- shellcheck: the devstack plugin is checked with it ---------------------
 
 if ! command -v shellcheck >/dev/null 2>&1; then

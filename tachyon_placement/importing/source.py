@@ -20,7 +20,13 @@ TABLES = ('resource_classes', 'resource_providers', 'inventories',
           'projects', 'users', 'consumers', 'consumer_types')
 
 # One query per kind of row, ordered by a unique key so that batches are
-# read by key ranges (keyset pagination: no OFFSET scans).
+# read by key ranges (keyset pagination: no OFFSET scans). Most rows have
+# an id; the association tables have a key of two columns (``:after``
+# and ``:after2``, compared as a row value, which MySQL/MariaDB,
+# PostgreSQL and SQLite all know).
+KEYS = {'provider_traits': ('provider_id', 'trait_id'),
+        'provider_aggregates': ('provider_id', 'aggregate_id')}
+
 QUERIES = {
     'resource_classes': """
         SELECT id, name, created_at, updated_at FROM resource_classes
@@ -54,24 +60,24 @@ QUERIES = {
         JOIN resource_classes rc ON rc.id = inv.resource_class_id
         WHERE inv.id > :after ORDER BY inv.id LIMIT :limit""",
     'provider_traits': """
-        SELECT rpt.resource_provider_id * 100000000 + rpt.trait_id AS id,
+        SELECT rpt.resource_provider_id AS provider_id, rpt.trait_id,
                rp.uuid AS provider_uuid, t.name AS trait
         FROM resource_provider_traits rpt
         JOIN resource_providers rp ON rp.id = rpt.resource_provider_id
         JOIN traits t ON t.id = rpt.trait_id
-        WHERE rpt.resource_provider_id * 100000000 + rpt.trait_id > :after
-        ORDER BY id LIMIT :limit""",
+        WHERE (rpt.resource_provider_id, rpt.trait_id) > (:after, :after2)
+        ORDER BY rpt.resource_provider_id, rpt.trait_id LIMIT :limit""",
     'provider_aggregates': """
-        SELECT rpa.resource_provider_id * 100000000 + rpa.aggregate_id
-                   AS id,
+        SELECT rpa.resource_provider_id AS provider_id, rpa.aggregate_id,
                rp.uuid AS provider_uuid, agg.uuid AS aggregate_uuid,
                agg.created_at
         FROM resource_provider_aggregates rpa
         JOIN resource_providers rp ON rp.id = rpa.resource_provider_id
         JOIN placement_aggregates agg ON agg.id = rpa.aggregate_id
-        WHERE rpa.resource_provider_id * 100000000 + rpa.aggregate_id
-              > :after
-        ORDER BY id LIMIT :limit""",
+        WHERE (rpa.resource_provider_id, rpa.aggregate_id)
+              > (:after, :after2)
+        ORDER BY rpa.resource_provider_id, rpa.aggregate_id
+        LIMIT :limit""",
     # Only consumers holding allocations: the graph has no consumer
     # without any (Placement deletes them too, but may keep a few).
     'consumers': """
@@ -177,14 +183,16 @@ class PlacementDatabase:
     def rows(self, kind, batch=BATCH):
         """The rows of one kind (see QUERIES), in batches (lists)."""
         query = sqlalchemy.text(QUERIES[kind])
-        after = -1
+        key = KEYS.get(kind, ('id',))
+        after = {'after': -1, 'after2': -1}
         with self.engine.connect() as connection:
             while True:
                 found = [dict(row._mapping) for row in connection.execute(
-                    query, {'after': after, 'limit': batch})]
+                    query, dict(after, limit=batch))]
                 if not found:
                     return
-                after = found[-1]['id']
+                after = {'after': found[-1][key[0]],
+                         'after2': found[-1][key[-1]]}
                 yield found
 
     def last_provider_id(self):

@@ -183,8 +183,19 @@ def _comparable(result):
     if isinstance(body, dict) and isinstance(body.get('traits'), list):
         # Placement lists traits in no particular order (the database's).
         body = dict(body, traits=sorted(body['traits']))
+    if isinstance(body, dict) and isinstance(
+            body.get('resource_providers'), list):
+        # Placement lists providers in the database's order (no ORDER BY:
+        # id order on MariaDB, on PostgreSQL an updated row moves).
+        body = dict(body, resource_providers=sorted(
+            body['resource_providers'], key=lambda rp: rp['uuid']))
     if isinstance(body, dict) and isinstance(body.get('aggregates'), list):
         body = dict(body, aggregates=sorted(body['aggregates']))
+    if isinstance(body, dict) and 'provider_summaries' in body:
+        body = dict(body, provider_summaries={
+            uuid: dict(summary, traits=sorted(summary['traits']))
+            if 'traits' in summary else summary
+            for uuid, summary in body['provider_summaries'].items()})
     if isinstance(body, dict) and 'allocation_requests' in body:
         # Placement's candidates come in the order of its Python sets (it
         # varies with PYTHONHASHSEED): the same candidates, in any order.
@@ -207,17 +218,23 @@ def _tachyon_manage(api, *args):
         capture_output=True, text=True, timeout=600)
 
 
+SERVERS = {'mariadb': placement_db.MariaDB,
+           'postgresql': placement_db.PostgreSQL}
+
+
 def _source(kind, tmp_path):
-    if kind == 'mariadb':
-        missing = placement_db.MariaDB.missing()
+    if kind in SERVERS:
+        server = SERVERS[kind]
+        missing = server.missing()
         if missing:
-            pytest.skip('MariaDB source: %s' % missing)
-        database = placement_db.MariaDB(tmp_path / 'mariadb').start()
+            pytest.fail('%s source: %s (tools/run-tests.sh installs it)'
+                        % (kind, missing))
+        database = server(tmp_path / kind).start()
         return database.url, database.stop
     return 'sqlite:///%s' % (tmp_path / 'placement.sqlite'), lambda: None
 
 
-@pytest.mark.parametrize('kind', ['mariadb', 'sqlite'])
+@pytest.mark.parametrize('kind', ['mariadb', 'postgresql', 'sqlite'])
 def test_import_answers_as_placement_does(tmp_path, kind):
     url, stop_database = _source(kind, tmp_path)
     placement = api = None
@@ -236,6 +253,7 @@ def test_import_answers_as_placement_does(tmp_path, kind):
         # The progress bars show rate and time left (tqdm, on stdout).
         assert 'rows/s' in done.stdout
 
+        placement_failures = []
         for path in compared_paths(cloud):
             for version in ('1.0', '1.14', '1.28', 'latest'):
                 if '?' in path and version == '1.0':
@@ -244,7 +262,17 @@ def test_import_answers_as_placement_does(tmp_path, kind):
                     'GET', path, version=version))
                 found = _comparable(api.request('GET', path,
                                                 version=version))
+                if expected[0] >= 500 and kind == 'postgresql':
+                    # Placement 16.0.0's usages by consumer type (1.38)
+                    # fail on PostgreSQL (its GROUP BY); Tachyon answers.
+                    assert found[0] == 200, (path, version, found)
+                    placement_failures.append((path, version))
+                    continue
                 assert found == expected, (path, version)
+
+        assert all(path.startswith('/usages') and version == 'latest'
+                   for path, version in placement_failures), (
+            placement_failures)
 
         # With a limit, Placement keeps the first of its (arbitrary) order:
         # Tachyon's pick is among the same candidates.
