@@ -116,18 +116,25 @@ class ServedPlacement:
     def request(self, method, path, body=None, version='latest',
                 token='admin', service='placement'):
         """``service``: placement, or tachyon (Tachyon's own routes)."""
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data,
-                                     method=method)
-        req.add_header('x-auth-token', token)
-        req.add_header('openstack-api-version', '%s %s' % (service, version))
-        req.add_header('accept', 'application/json')
-        if data is not None:
-            req.add_header('content-type', 'application/json')
-        try:
-            with urllib.request.urlopen(req, timeout=30) as response:
-                text = response.read()
-                return response.status, json.loads(text) if text else None
-        except urllib.error.HTTPError as exc:
-            text = exc.read()
-            return exc.code, json.loads(text) if text else None
+        return json_request(self.url, method, path, body, version, token,
+                            service)
+
+
+def json_request(base, method, path, body=None, version='latest',
+                 token='admin', service='placement', timeout=60):
+    """(status, JSON body or None) of one request to the service at
+    ``base``."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method)
+    req.add_header('x-auth-token', token)
+    req.add_header('openstack-api-version', '%s %s' % (service, version))
+    req.add_header('accept', 'application/json')
+    if data is not None:
+        req.add_header('content-type', 'application/json')
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            text = response.read()
+            return response.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as exc:
+        text = exc.read()
+        return exc.code, json.loads(text) if text else None

@@ -514,11 +514,18 @@ GARBAGE = b'\x00\xff garbage\r\n\r\n'
     (BAD_VERSION, 505), (GARBAGE, 400),
 ])
 def test_refused_before_the_application_in_placement_shape(api, line, status):
-    found, headers, payload = _raw(api.port, line)
+    _check_refusal(api.port, line, status)
+
+
+def _check_refusal(port, line, status):
+    """The server's own refusal of ``line``: ``status`` in Placement's
+    shape, with a request id, closing the connection."""
+    found, headers, payload = _raw(port, line)
     assert found == status, payload[:500]
     error = check_error_document(status, headers, payload)
     assert error['request_id'].startswith('req-')
     assert headers['x-openstack-request-id'] == error['request_id']
+    assert headers['connection'] == 'close'
 
 
 # gunicorn's limits: request line 4094 bytes, a header 8190, 100 headers;
@@ -528,12 +535,7 @@ def test_refused_before_the_application_in_placement_shape(api, line, status):
     (BAD_VERSION, 400), (GARBAGE, 400),
 ])
 def test_gunicorns_refusals_in_placement_shape(gunicorn_api, line, status):
-    found, headers, payload = _raw(gunicorn_api.port, line)
-    assert found == status, payload[:500]
-    error = check_error_document(status, headers, payload)
-    assert error['request_id'].startswith('req-')
-    assert headers['x-openstack-request-id'] == error['request_id']
-    assert headers['connection'] == 'close'
+    _check_refusal(gunicorn_api.port, line, status)
 
 
 def test_gunicorn_serves_the_api(gunicorn_api):
