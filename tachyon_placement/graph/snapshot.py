@@ -12,6 +12,7 @@ shares every unchanged record with the old one, so requests in other
 threads keep a consistent view without locks.
 """
 import bisect
+import collections
 import gc
 import threading
 
@@ -212,6 +213,17 @@ def _patched_index(index, keys_of, gone, added):
     return index
 
 
+class TopologySummary(collections.namedtuple(
+        'TopologySummary', 'generation sockets numa_nodes pci_devices')):
+    """What the topology list shows of a host's published document."""
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, generation, document):
+        return cls(generation, len(document['sockets']),
+                   len(document['numa_nodes']), len(document['pci_devices']))
+
+
 class TelemetryView:
     """The metric values stored at one telemetry version:
     {metric: (collected_at ms, {provider uuid: value})}."""
@@ -256,6 +268,9 @@ class World:
         self.pci_affinity_stamp = 0
         self.layouts = {}
         self.layout_roots = {}
+        # {host name: TopologySummary} of every published topology, for
+        # the topology list (no engine read per request).
+        self.topology_summaries = {}
         self.topology_stamp = 0
         # The metric values (WorldCache replaces the view when the
         # collector stored new ones, whether or not the graph moved).
@@ -547,9 +562,12 @@ class WorldCache:
         # (most writes do not: no copy per write).
         layouts = previous.layouts if previous is not None else {}
         roots = previous.layout_roots if previous is not None else {}
+        summaries = (previous.topology_summaries if previous is not None
+                     else {})
         latest = {}
         if stamps.topology > since:
             layouts, roots = dict(layouts), dict(roots)
+            summaries = dict(summaries)
             changed, gone = self._store.topology_changes(since)
             for name, stamp in gone:
                 latest[name] = max(latest.get(name, (-1, None)),
@@ -559,12 +577,17 @@ class WorldCache:
                     latest[name] = (stamp, (generation, document, links))
             for name, (_stamp, published) in latest.items():
                 layouts.pop(roots.pop(name, None), None)
+                summaries.pop(name, None)
+                if published is not None:
+                    summaries[name] = TopologySummary.of(published[0],
+                                                         published[1])
                 if published is not None and published[2].host:
                     _generation, document, links = published
                     roots[name] = links.host
                     layouts[links.host] = affinity.HostLayout.from_topology(
                         document, links)
         world.layouts, world.layout_roots = layouts, roots
+        world.topology_summaries = summaries
         world.topology_stamp = max(stamps.topology, since, 0)
         return [(name, stamp, None if published is None else {
             'generation': published[0], 'document': published[1]})

@@ -191,11 +191,6 @@ GET = Statement('topology_get', common="""
 MATCH (host:Host {name: $name})
 %s""" % _RETURN)
 
-LIST = Statement('topology_list', common="""
-MATCH (host:Host)
-%s
-ORDER BY name""" % _RETURN)
-
 # The providers a host's parts are linked to now (a provider deleted
 # since the publication took its links with it).
 LINKS = Statement('topology_links', common="""
@@ -314,9 +309,6 @@ class TopologyStore:
         topology = _topology(rows[0])
         topology.links = self._links(hostname)
         return topology
-
-    def list_topologies(self):
-        return [_topology(row) for row in self.engine.read(LIST)]
 
     def delete_topology(self, hostname):
         rows = self.engine.write(DELETE, name=hostname)

@@ -56,11 +56,13 @@ def list_hosts(req):
             raise errors.BadRequest('required: an empty trait name.')
     wanted = (query.parse_resources(req.GET['resources'])
               if 'resources' in req.GET else {})
+    # From this process's copy of the graph (published topologies are
+    # summarised there as they change): no engine read but the version's.
     world = req.store.worlds.current()
     roots = {record.provider.name: record for record in world.roots}
     hosts = []
-    for topology in req.store.list_topologies():
-        root = roots.get(topology.name)
+    for name, summary in sorted(world.topology_summaries.items()):
+        root = roots.get(name)
         tree = world.trees.get(root.provider.uuid, []) if root else []
         if aggregates is not None and not (root and aggregates & set(
                 root.aggregates)):
@@ -73,14 +75,13 @@ def list_hosts(req):
         free = view.free_total(tree)
         if any(free.get(rc, 0) < amount for rc, amount in wanted.items()):
             continue
-        document = topology.document
         hosts.append({
-            'host': topology.name,
-            'generation': topology.generation,
+            'host': name,
+            'generation': summary.generation,
             'root_provider_uuid': root.provider.uuid if root else None,
-            'sockets': len(document['sockets']),
-            'numa_nodes': len(document['numa_nodes']),
-            'pci_devices': len(document['pci_devices']),
+            'sockets': summary.sockets,
+            'numa_nodes': summary.numa_nodes,
+            'pci_devices': summary.pci_devices,
             'free': free,
         })
     return wsgi.json_response(req, {'hosts': hosts})
