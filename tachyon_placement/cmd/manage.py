@@ -10,6 +10,7 @@ postgresql://..., sqlite:///...) into the graph (importing/run.py):
 ``--dry-run`` prints what it holds, ``--verify`` compares the graph with
 it afterwards (or alone, with ``--verify-only``).
 """
+import argparse
 import sys
 
 from oslo_config import cfg
@@ -63,6 +64,16 @@ def db_import(conf):
     return 0
 
 
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError('%r is not a positive number' % text)
+    return value
+
+
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='Graph store schema and data.')
     db_commands = db.add_subparsers(dest='db_command')
@@ -85,7 +96,7 @@ def _add_commands(subparsers):
                               'provider with the source.')
     imports.add_argument('--verify-only', action='store_true',
                          help='Only compare the graph with the source.')
-    imports.add_argument('--batch-size', type=int, default=5000,
+    imports.add_argument('--batch-size', type=_positive, default=5000,
                          help='Rows per read and per write.')
     imports.add_argument('--no-progress', action='store_true',
                          help='No progress bars.')

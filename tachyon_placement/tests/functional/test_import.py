@@ -365,6 +365,16 @@ def test_an_interrupted_import_resumes(tmp_path):
         engines.drop_engine(engine)
 
 
+def test_a_batch_size_must_be_positive(tmp_path):
+    for size in ('0', '-5', 'many'):
+        done = subprocess.run(
+            [sys.executable, '-m', 'tachyon_placement.cmd.manage', 'db',
+             'import', '--from', 'sqlite://', '--batch-size', size],
+            capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert 'is not a positive number' in done.stderr
+
+
 def test_not_a_placement_database(tmp_path):
     database = placement_source.PlacementDatabase(
         'sqlite:///%s' % (tmp_path / 'empty.sqlite'))
