@@ -35,7 +35,6 @@ LOCK_WAIT = 2.0
 _REFUSED_OPERATIONS = frozenset((
     'Create', 'Delete', 'Update', 'Merge', 'MergeCreate', 'ProcedureCall',
     'Load CSV', 'Foreach'))
-# Deletes a lock only if it still holds this holder's token.
 # Takes the stripes KEYS in order for token ARGV[1] (ARGV[2]: expiry in
 # ms) until one is someone else's; returns how many it holds. One round
 # trip for a write's stripes (a batch of 50 consumers on 50 hosts has a
@@ -51,7 +50,8 @@ end
 return #KEYS
 """
 
-# Releases the stripes KEYS still held by token ARGV[1].
+# Releases the stripes KEYS that still hold token ARGV[1] (a lock that
+# expired and went to another holder is not this holder's to delete).
 _RELEASE = """
 local released = 0
 for _, key in ipairs(KEYS) do
