@@ -54,6 +54,11 @@ def db_import(conf):
                     print('tachyon-manage db import: refused: %s' % exc,
                           file=sys.stderr)
                     return 3
+                except placement_source.SOURCE_ERRORS as exc:
+                    print('tachyon-manage db import: interrupted: %s\n'
+                          'Run the same command again: the import goes on '
+                          'from where it stopped.' % exc, file=sys.stderr)
+                    return 5
             if command.verify or command.verify_only:
                 if run.verify(store, database, sys.stdout):
                     return 4

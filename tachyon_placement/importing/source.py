@@ -129,6 +129,11 @@ class NotAPlacementDatabase(Exception):
     pass
 
 
+# What reading the source may raise once it is open (a lost connection, a
+# server gone): the import stops there and can be resumed.
+SOURCE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, OSError)
+
+
 def millis(value):
     """A Placement timestamp (naive UTC datetime; SQLite gives text) in
     milliseconds since the epoch; None stays None."""
