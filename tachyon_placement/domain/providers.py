@@ -45,7 +45,8 @@ def matches(view, filters):
 
 
 def select(views, filters):
-    return [view.provider for view in views if matches(view, filters)]
+    """The views that match ``filters``, in their order."""
+    return [view for view in views if matches(view, filters)]
 
 
 def check_new_parent(provider, parent_uuid, allow_reparenting, subtree):

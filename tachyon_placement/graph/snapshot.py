@@ -88,7 +88,7 @@ class ProviderRecord:
     """One provider with everything the in-memory reads look at."""
 
     __slots__ = ('provider', 'seq', 'traits', 'aggregates', 'inventories',
-                 'stamp')
+                 'stamp', 'rendered')
 
     def __init__(self, provider, seq, traits, aggregates, inventories,
                  stamp=0):
@@ -100,6 +100,10 @@ class ProviderRecord:
         # The graph version of the provider's last change (its cursor in
         # the change feed).
         self.stamp = stamp or 0
+        # {shape: rendered document} (api/handlers/resource_provider.py):
+        # a record is replaced, never changed, when its provider changes,
+        # so each shape is rendered once per change, not per list.
+        self.rendered = {}
 
     @property
     def uuid(self):
@@ -363,6 +367,20 @@ class World:
         if self._by_class is None:
             self._by_class = _index(self.ordered, _classes_of)
         return self._by_class
+
+    def narrowed(self, filters):
+        """Records in creation order among which every provider matching
+        ``filters`` (domain.providers.ProviderFilters) is: the shortest
+        index list a match must be in (one of its resource classes, a
+        required trait or aggregate), else all.  The caller still checks
+        each (domain.providers.select)."""
+        lists = [self.by_class.get(rc, ()) for rc in filters.resources]
+        lists.extend(self.by_trait.get(next(iter(any_of)), ())
+                     for any_of in filters.required_traits
+                     if len(any_of) == 1)
+        lists.extend(self.by_aggregate.get(next(iter(any_of)), ())
+                     for any_of in filters.member_of if len(any_of) == 1)
+        return min(lists, key=len) if lists else self.ordered
 
     @property
     def roots(self):

@@ -98,3 +98,30 @@ def test_evolve_shares_untouched_trees():
     assert evolved.trees['b'] is not trees['b']
     # Indexes never built are left to be built on first use.
     assert evolved._by_class is None
+
+
+def test_narrowed_keeps_every_match_in_creation_order():
+    from tachyon_placement.domain import providers as domain
+    rng = random.Random(11)
+    records = {}
+    for seq in range(200):
+        uuid = 'rp-%03d' % seq
+        records[uuid] = _record(rng, uuid, seq, uuid, None)
+    world = snapshot.World(1, records)
+    everything = world.ordered
+    narrower = 0
+    for _case in range(300):
+        filters = domain.ProviderFilters(
+            resources={rc: rng.randrange(1, 8)
+                       for rc in rng.sample(CLASSES, rng.randrange(3))},
+            required_traits=[set(rng.sample(TRAITS, rng.randrange(1, 3)))
+                             for _ in range(rng.randrange(3))],
+            forbidden_traits=set(rng.sample(TRAITS, rng.randrange(2))),
+            member_of=[set(rng.sample(AGGS, rng.randrange(1, 3)))
+                       for _ in range(rng.randrange(2))])
+        narrowed = world.narrowed(filters)
+        assert domain.select(narrowed, filters) == domain.select(
+            everything, filters)
+        narrower += len(narrowed) < len(everything)
+    # The indexes did narrow most of the searches.
+    assert narrower > 150
