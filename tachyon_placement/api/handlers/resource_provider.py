@@ -98,8 +98,7 @@ def _check_traits(req, filters):
 def _render_records(req, records):
     """The list of the providers of graph copy records: each record
     keeps its rendered document per shape (URL prefix and microversion
-    features), so a list of 30,000 providers costs little more than the
-    JSON encoding."""
+    features), so a provider is rendered once per change, not per list."""
     shape = (req.script_name, req.has('provider_tree'),
              tuple(feature and req.has(feature) for _rel, feature in _LINKS))
     documents = []
