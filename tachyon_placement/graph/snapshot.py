@@ -14,6 +14,7 @@ threads keep a consistent view without locks.
 import bisect
 import collections
 import gc
+import operator
 import threading
 
 from tachyon_placement.domain import models
@@ -80,6 +81,9 @@ _FREEZE_AFTER = 500
 # Rankings a World keeps (weigher sets x telemetry versions) before it
 # forgets them all.
 _RANKINGS_KEPT = 16
+# Copies of the graph whose indexes were not used that a copy still
+# patches its indexes across (beyond, they are built afresh if used).
+_STEPS_KEPT = 16
 # Distinct (resource class, amount) pairs whose roots a World remembers.
 _RC_ROOTS_KEPT = 32
 
@@ -88,12 +92,16 @@ class ProviderRecord:
     """One provider with everything the in-memory reads look at."""
 
     __slots__ = ('provider', 'seq', 'traits', 'aggregates', 'inventories',
-                 'stamp', 'rendered')
+                 'stamp', 'rendered', 'order')
 
     def __init__(self, provider, seq, traits, aggregates, inventories,
                  stamp=0):
         self.provider = provider          # domain.models.Provider
         self.seq = seq if seq is not None else 0
+        # Placement's listing order, the key every index is sorted by
+        # (kept, not computed per comparison: the bisections of each copy
+        # of the graph compare it tens of thousands of times a second).
+        self.order = (self.seq, provider.uuid)
         self.traits = traits              # frozenset of names
         self.aggregates = aggregates      # frozenset of uuids
         self.inventories = inventories    # {rc: models.Inventory}
@@ -140,8 +148,11 @@ class ProviderRecord:
         return self.provider.parent_uuid
 
 
-def _creation_order(record):
-    return (record.seq, record.uuid)
+_creation_order = operator.attrgetter('order')
+
+
+def _everyone(_record):
+    return (None,)
 
 
 def _root_of(record):
@@ -164,6 +175,19 @@ def _classes_of(record):
     return record.inventories
 
 
+# The indexes of a World: {name: what a record is filed under}; each index
+# is {key: [records with that key, in creation order]} ('ordered' and
+# 'roots' file under None).
+_INDEXES = {
+    'ordered': _everyone,
+    'trees': _root_of,
+    'by_trait': _traits_of,
+    'by_aggregate': _aggregates_of,
+    'by_class': _classes_of,
+    'roots': _if_root,
+}
+
+
 def _index(records, keys_of):
     """{key: [records with that key, in creation order]}; ``records`` in
     creation order."""
@@ -174,27 +198,46 @@ def _index(records, keys_of):
     return index
 
 
-def _remove(entries, record):
-    """Takes ``record`` out of ``entries`` (in creation order) by
+def _at(entries, record):
+    """Where ``record`` is in ``entries`` (in creation order), found by
     bisection: a scan of the list per changed provider made each copy of
     the graph cost O(changes x providers) under a stream of writes."""
-    at = bisect.bisect_left(entries, _creation_order(record),
-                            key=_creation_order)
+    at = bisect.bisect_left(entries, record.order, key=_creation_order)
     if at < len(entries) and entries[at] is record:
-        del entries[at]
-    else:                       # not where its order says: look for it
-        entries.remove(record)
+        return at
+    return entries.index(record)    # not where its order says: look
 
 
-def _patched_index(index, keys_of, gone, added):
-    """``index`` with ``gone`` records out and ``added`` in.
+class Changes:
+    """One write's records out (``gone``, as the copy before it holds
+    them) and in (``added``): what patches an index to the next copy of
+    the graph."""
 
-    Copy on write: only the lists of the keys the change touches are
-    copied, the others (and ``index`` itself) are shared with the World it
-    came from, which other threads may still be reading.
+    __slots__ = ('gone', 'added', 'replaced')
+
+    def __init__(self, gone, added):
+        self.gone = gone
+        self.added = added
+        # {uuid: the record that replaces one of ``gone`` in the same
+        # place}: most writes change a provider's usage or traits, not its
+        # creation order, and it is swapped where it stands.
+        new = {record.uuid: record for record in added}
+        self.replaced = {
+            old.uuid: new[old.uuid] for old in gone
+            if old.uuid in new and new[old.uuid].order == old.order}
+
+    def __len__(self):
+        return len(self.gone) + len(self.added)
+
+
+def _patched_index(index, keys_of, steps):
+    """``index`` with ``steps`` (Changes, oldest first) applied.
+
+    Copy on write: only the lists of the keys the changes touch are
+    copied (once, however many steps), the others (and ``index`` itself)
+    are shared with the World it came from, which other threads may still
+    be reading.
     """
-    if index is None:
-        return None
     index = dict(index)
     touched = {}
 
@@ -203,12 +246,27 @@ def _patched_index(index, keys_of, gone, added):
         if entries is None:
             entries = touched[key] = list(index.get(key, ()))
         return entries
-    for record in gone:
-        for key in keys_of(record):
-            _remove(entries(key), record)
-    for record in added:
-        for key in keys_of(record):
-            bisect.insort(entries(key), record, key=_creation_order)
+    for changes in steps:
+        swapped = set()
+        for old in changes.gone:
+            new = changes.replaced.get(old.uuid)
+            new_keys = keys_of(new) if new is not None else ()
+            for key in keys_of(old):
+                listed = entries(key)
+                if key in new_keys:
+                    listed[_at(listed, old)] = new
+                else:
+                    del listed[_at(listed, old)]
+            if new is not None:
+                swapped.add(id(new))
+                for key in new_keys:
+                    if key not in keys_of(old):
+                        bisect.insort(entries(key), new,
+                                      key=_creation_order)
+        for record in changes.added:
+            if id(record) not in swapped:
+                for key in keys_of(record):
+                    bisect.insort(entries(key), record, key=_creation_order)
     for key, entries_of_key in touched.items():
         if entries_of_key:
             index[key] = entries_of_key
@@ -251,12 +309,12 @@ class World:
     def __init__(self, version, records):
         self.version = version
         self.records = records            # {uuid: ProviderRecord}
-        self._ordered = None
-        self._trees = None
-        self._by_trait = None
-        self._by_aggregate = None
-        self._by_class = None
-        self._roots = None
+        # Indexes (see _INDEXES) are made on first use: {name: index}
+        # built for this version, and {name: (index of an earlier version,
+        # the Changes of each write since, how many records they hold)} to
+        # patch it from (see evolve).
+        self._built = {}
+        self._pending = {}
         self._root_uuids = None
         # {(rc, amount): roots of the trees with room} (see rc_roots)
         self._rc_roots = {}
@@ -288,10 +346,14 @@ class World:
         """The World at ``version``: ``changed`` ({uuid: ProviderRecord})
         written since this one, ``deleted`` (uuids) gone.
 
-        The indexes this World has built are patched rather than rebuilt:
-        a write touches a handful of providers, and rebuilding them for the
+        Its indexes are patched from this one's rather than rebuilt (a
+        write touches a handful of providers; rebuilding them for the
         whole cloud after every allocation was most of a scheduling loop's
-        time on a large cloud.
+        time on a large cloud), and only when first used: a process that
+        follows the graph without searching it (a change feed server)
+        only carries the changes along, and past _STEPS_KEPT copies or a
+        quarter of the cloud forgets them and builds afresh if ever
+        asked.
         """
         records = dict(self.records)
         gone = []
@@ -304,22 +366,24 @@ class World:
             if old is not None:
                 gone.append(old)
             records[uuid] = record
-        added = sorted(changed.values(), key=_creation_order)
+        changes = Changes(gone, sorted(changed.values(),
+                                       key=_creation_order))
         world = World(version, records)
-        if self._ordered is not None:
-            world._ordered = _patched_index(
-                {None: self._ordered}, lambda record: (None,), gone,
-                added).get(None, [])
-        world._trees = _patched_index(self._trees, _root_of, gone, added)
-        world._by_trait = _patched_index(self._by_trait, _traits_of, gone,
-                                         added)
-        world._by_aggregate = _patched_index(self._by_aggregate,
-                                             _aggregates_of, gone, added)
-        world._by_class = _patched_index(self._by_class, _classes_of, gone,
-                                         added)
-        world._roots = _patched_index(self._roots, _if_root, gone, added)
+        most = max(_FREEZE_AFTER, len(records) // 4)
+        for name in _INDEXES:
+            built = self._built.get(name)
+            if built is not None:
+                world._pending[name] = (built, (changes,), len(changes))
+                continue
+            earlier = self._pending.get(name)
+            if earlier is None:
+                continue
+            base, steps, size = earlier
+            if len(steps) < _STEPS_KEPT and size + len(changes) <= most:
+                world._pending[name] = (base, steps + (changes,),
+                                        size + len(changes))
         touched = {record.root_uuid for record in gone}
-        touched.update(record.root_uuid for record in added)
+        touched.update(record.root_uuid for record in changes.added)
         if self._rankings:
             world._basis = (self._rankings, frozenset(touched))
         elif self._basis is not None:
@@ -334,39 +398,46 @@ class World:
             world._rc_roots[(rc, amount)] = frozenset(roots)
         return world
 
-    # Indexes are built on first use and belong to this version only.
+    def _index_of(self, name):
+        """The index ``name`` of this version: built, patched from an
+        earlier version's, or made from the records."""
+        index = self._built.get(name)
+        if index is None:
+            pending = self._pending.get(name)
+            if pending is not None:
+                index = _patched_index(pending[0], _INDEXES[name],
+                                       pending[1])
+            elif name == 'ordered':
+                index = {None: sorted(self.records.values(),
+                                      key=_creation_order)}
+            else:
+                index = _index(self.ordered, _INDEXES[name])
+            # Two threads may both make it: the same index either way.
+            self._built[name] = index
+            self._pending.pop(name, None)
+        return index
+
     @property
     def ordered(self):
         """Records in creation order (Placement's listing order)."""
-        if self._ordered is None:
-            self._ordered = sorted(self.records.values(),
-                                   key=_creation_order)
-        return self._ordered
+        return self._index_of('ordered').get(None, [])
 
     @property
     def trees(self):
         """{root uuid: [records of the tree in creation order]}."""
-        if self._trees is None:
-            self._trees = _index(self.ordered, _root_of)
-        return self._trees
+        return self._index_of('trees')
 
     @property
     def by_trait(self):
-        if self._by_trait is None:
-            self._by_trait = _index(self.ordered, _traits_of)
-        return self._by_trait
+        return self._index_of('by_trait')
 
     @property
     def by_aggregate(self):
-        if self._by_aggregate is None:
-            self._by_aggregate = _index(self.ordered, _aggregates_of)
-        return self._by_aggregate
+        return self._index_of('by_aggregate')
 
     @property
     def by_class(self):
-        if self._by_class is None:
-            self._by_class = _index(self.ordered, _classes_of)
-        return self._by_class
+        return self._index_of('by_class')
 
     def narrowed(self, filters):
         """Records in creation order among which every provider matching
@@ -385,9 +456,7 @@ class World:
     @property
     def roots(self):
         """Root provider records in creation order."""
-        if self._roots is None:
-            self._roots = _index(self.ordered, _if_root)
-        return self._roots.get(None, [])
+        return self._index_of('roots').get(None, [])
 
     @property
     def root_uuids(self):

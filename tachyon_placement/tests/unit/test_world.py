@@ -43,10 +43,9 @@ def _indexes(world):
             'ranking': world.ranking(WEIGHERS, 0, 1000).scores}
 
 
-def test_evolve_equals_a_rebuild():
-    rng = random.Random(7)
+def _cloud(rng, roots=30):
     records, seq = {}, 0
-    for root in range(30):
+    for _root in range(roots):
         seq += 1
         root_uuid = 'rp-%03d' % seq
         records[root_uuid] = _record(rng, root_uuid, seq, root_uuid, None)
@@ -54,37 +53,74 @@ def test_evolve_equals_a_rebuild():
             seq += 1
             uuid = 'rp-%03d' % seq
             records[uuid] = _record(rng, uuid, seq, root_uuid, root_uuid)
+    return records, seq
+
+
+def _write(rng, records, seq, touches=3):
+    """Changes ``records`` as a write would: (changed, deleted, seq)."""
+    changed, deleted = {}, []
+    for uuid in rng.sample(sorted(records), touches):
+        old = records[uuid]
+        if old.parent_uuid and rng.random() < 0.3:
+            deleted.append(uuid)
+            del records[uuid]
+            continue
+        # Same provider rewritten (traits, usage, ...) or moved under
+        # another root.
+        root_uuid = old.root_uuid
+        parent_uuid = old.parent_uuid
+        if old.parent_uuid and rng.random() < 0.3:
+            root_uuid = parent_uuid = rng.choice(
+                [r for r in records if records[r].parent_uuid is None])
+        changed[uuid] = records[uuid] = _record(
+            rng, uuid, old.seq, root_uuid, parent_uuid)
+    if rng.random() < 0.5:
+        seq += 1
+        uuid = 'rp-%03d' % seq
+        changed[uuid] = records[uuid] = _record(rng, uuid, seq, uuid, None)
+    return changed, deleted, seq
+
+
+def test_evolve_equals_a_rebuild():
+    rng = random.Random(7)
+    records, seq = _cloud(rng)
     world = snapshot.World(1, dict(records))
     _indexes(world)                      # build them all
     for version in range(2, 40):
         before = _indexes(world)
-        changed, deleted = {}, []
-        for uuid in rng.sample(sorted(records), 3):
-            old = records[uuid]
-            if old.parent_uuid and rng.random() < 0.3:
-                deleted.append(uuid)
-                del records[uuid]
-                continue
-            # Same provider rewritten (traits, usage, ...) or moved under
-            # another root.
-            root_uuid = old.root_uuid
-            parent_uuid = old.parent_uuid
-            if old.parent_uuid and rng.random() < 0.3:
-                root_uuid = parent_uuid = rng.choice(
-                    [r for r in records if records[r].parent_uuid is None])
-            changed[uuid] = records[uuid] = _record(
-                rng, uuid, old.seq, root_uuid, parent_uuid)
-        if rng.random() < 0.5:
-            seq += 1
-            uuid = 'rp-%03d' % seq
-            changed[uuid] = records[uuid] = _record(rng, uuid, seq, uuid,
-                                                    None)
+        changed, deleted, seq = _write(rng, records, seq)
         evolved = world.evolve(version, changed, deleted)
         assert _indexes(evolved) == _indexes(
             snapshot.World(version, dict(records)))
         # The World it came from is left as it was.
         assert _indexes(world) == before
         world = evolved
+
+
+def test_indexes_follow_writes_they_were_not_used_in():
+    """Copies of the graph whose indexes nobody reads carry the writes
+    along (composed) and patch on first use; past a quarter of the cloud
+    they forget them and build afresh: the same indexes either way."""
+    rng = random.Random(5)
+    records, seq = _cloud(rng, roots=400)
+    world = snapshot.World(1, dict(records))
+    _indexes(world)
+    kept = dropped = 0
+    for version in range(2, 300):
+        changed, deleted, seq = _write(rng, records, seq,
+                                       touches=rng.randrange(1, 12))
+        world = world.evolve(version, changed, deleted)
+        kept += bool(world._pending)
+        dropped += not world._pending
+        # Read now and then, then not for long.
+        if version < 100 and rng.random() < 0.1:
+            assert _indexes(world) == _indexes(
+                snapshot.World(version, dict(records)))
+    assert _indexes(world) == _indexes(snapshot.World(version,
+                                                      dict(records)))
+    # Both ways were taken: patched after many unread copies, and built
+    # afresh once the changes outgrew a quarter of the cloud.
+    assert kept > 50 and dropped > 0
 
 
 def test_evolve_shares_untouched_trees():
@@ -97,7 +133,8 @@ def test_evolve_shares_untouched_trees():
     assert evolved.trees['a'] is trees['a']
     assert evolved.trees['b'] is not trees['b']
     # Indexes never built are left to be built on first use.
-    assert evolved._by_class is None
+    assert 'by_class' not in evolved._built
+    assert 'by_class' not in evolved._pending
 
 
 def test_narrowed_keeps_every_match_in_creation_order():
