@@ -133,9 +133,15 @@ def parse_args(argv):
                         '--verify of the loaded Placement database into a '
                         'fresh graph (needs --services with placement)')
     p.add_argument('--feed-nice', type=int, default=0,
-                   help='niceness of the --feed server and subscribers '
-                        '(on a machine shared with the API, the README '
-                        'recommends running the feed server below it)')
+                   help='niceness of the --feed server (on a machine '
+                        'shared with the API, the README recommends '
+                        'running the feed server below it)')
+    p.add_argument('--feed-subscriber-nice', type=int, default=0,
+                   help='niceness of the --feed subscribers (they stand '
+                        'for clients on other machines; default 0)')
+    p.add_argument('--feed-turns', type=int, default=8,
+                   help='alternating turns without and with subscribers, '
+                        'a multiple of 4 (default 8)')
     p.add_argument('--feed-events', type=int, default=1000,
                    help='provider changes per second during --feed '
                         '(default 1000)')

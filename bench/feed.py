@@ -283,7 +283,8 @@ def _writers(port, hosts, project, user, rate, seed, written, stop, out):
 def _subscribers(port, count, mode, nice, stop, out):
     """A child process: ``count`` subscribers of the feed; puts the
     changes each received and the errors once ``stop`` is set.  ``nice``:
-    they stand for other machines' clients, so they may yield the CPU."""
+    they stand for other machines' clients (--feed-subscriber-nice), so
+    they may yield the CPU to the service they measure."""
     if nice:
         os.nice(nice)
     kind = StreamSubscriber if mode == 'sse' else Subscriber
@@ -324,10 +325,13 @@ class Load:
         return results
 
 
-# Turns without and with subscribers (drift of the machine, and of the
-# graph under the writes, weighs on both alike); one set of writers runs
-# through them all, on the same connections.
-TURNS = (False, True, True, False, False, True, True, False)
+def turns(count):
+    """``count`` turns without and with subscribers, in ABBA order (drift
+    of the machine, and of the graph under the writes, weighs on both
+    alike); one set of writers runs through them all, on the same
+    connections."""
+    pattern = (False, True, True, False)
+    return tuple(pattern[i % 4] for i in range(max(4, count // 4 * 4)))
 
 
 def run(client, tachyon, cloud, args, record, started, say):
@@ -350,21 +354,25 @@ def run(client, tachyon, cloud, args, record, started, say):
     time.sleep(5)       # the process starts, the rate settles
     merged = {False: wl.Stats(), True: wl.Stats()}
     rates = {False: [], True: []}
+    turn_p50 = {False: [], True: []}
     received, poll_errors, disordered = [], 0, 0
-    per_turn = max(1, args.requests * 2 // len(TURNS))
+    order = turns(args.feed_turns)
+    per_turn = max(1, args.requests * 2 // len(order))
     try:
-        for subscribed in TURNS:
+        for subscribed in order:
             following = None
             if subscribed:
                 following = Load()
                 following.start(_subscribers, server.port,
                                 args.feed_subscribers, args.feed_mode,
-                                args.feed_nice)
+                                args.feed_subscriber_nice)
                 time.sleep(2)       # the streams are open
             before, began = written.value, time.monotonic()
             stats = _measure(client, flat, per_turn, args.read_seconds)
             rates[subscribed].append(
                 (written.value - before) / (time.monotonic() - began))
+            turn_p50[subscribed].append(round(
+                report.percentile(stats.latencies, 50) * 1000, 1))
             merged[subscribed].merge(stats)
             merged[subscribed].wall += stats.wall
             if merged[subscribed].first_body is None:
@@ -391,15 +399,18 @@ def run(client, tachyon, cloud, args, record, started, say):
             'changes_per_s': round(rate, 1), 'write_errors': write_errors,
             'write_error_samples': samples,
             'subscribers': subscribers, 'mode': args.feed_mode,
-            'nice': args.feed_nice}
+            'nice': args.feed_nice,
+            'subscriber_nice': args.feed_subscriber_nice,
+            'turn_p50_ms': turn_p50[subscribed]}
         if subscribed:
             entry['feed'].update(
                 received_min=min(received), received_max=max(received),
                 poll_errors=poll_errors, out_of_order=disordered)
         results[subscribed] = entry
         p50 = (entry['tachyon']['latency'] or {}).get('p50_ms')
-        say('  %s: p50 %s ms, %.0f changes/s written%s' % (
-            name, p50, rate, '' if not subscribed else
+        say('  %s: p50 %s ms (per turn: %s), %.0f changes/s written%s' % (
+            name, p50, ', '.join(map(str, turn_p50[subscribed])), rate,
+            '' if not subscribed else
             ', each subscriber got %d-%d changes per turn (%d out of '
             'order, %d errors)' % (min(received), max(received),
                                    disordered, poll_errors)))

@@ -27,6 +27,10 @@ class Feed:
         self.linger = linger
         self._waiters = 0
         self._lock = threading.Lock()
+        # What subscribers are sent, joined once per read for all of them:
+        # JSON for long polls, Server-Sent Events for streams.
+        self.json = feed_changes.Joined(feed_changes.Change.encoded, b',')
+        self.events = feed_changes.Joined(feed_changes.Change.event)
         self._watcher = None
         store.worlds.listeners.append(self._observe)
 

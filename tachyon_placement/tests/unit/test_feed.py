@@ -79,3 +79,27 @@ def test_waiters_wake_when_the_log_moves():
     log.extend(5, 6, [C(6, 'a')])
     thread.join(5)
     assert woke.is_set()
+
+
+def test_subscribers_at_the_same_place_share_one_join():
+    framed = []
+
+    def frame(change):
+        framed.append(change.cursor)
+        return b'<%d>' % change.cursor
+    joined = changes.Joined(frame, b',', kept=2)
+    log = changes.ChangeLog()
+    log.reset(0)
+    log.extend(0, 3, [C(1, 'a'), C(2, 'b'), C(3, 'c')])
+    first = joined.of(0, log.after(0)[0])
+    assert first == b'<1>,<2>,<3>'
+    # Every other subscriber after cursor 0 gets the same bytes, framed
+    # once.
+    assert joined.of(0, log.after(0)[0]) is first
+    assert framed == [1, 2, 3]
+    assert joined.of(1, log.after(1)[0]) == b'<2>,<3>'
+    # Other changes over the same cursors (an answer made from the copy
+    # of the graph, not the log) are joined anew.
+    assert joined.of(0, [C(1, 'a'), C(2, 'b'), C(3, 'c')]) == first
+    assert framed == [1, 2, 3, 2, 3, 1, 2, 3]
+    assert joined.of(5, []) == b''
