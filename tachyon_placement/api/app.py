@@ -151,6 +151,61 @@ class FaultWrapper:
             return fault.generate_response(environ, start_response)
 
 
+class ForgetRequest:
+    """Takes what the application put in the WSGI environ out of it once
+    the response is made (or, for a stream, sent).
+
+    Webob keeps the parsed query and its per-request attributes (the
+    response among them) in the environ, and they refer back to it: a
+    reference cycle per request, with the response body in it, that only
+    the garbage collector frees.  graph/snapshot.py's settle() freezes
+    every object alive at that moment, out of the collector's reach: a
+    request in flight then stayed in memory for good (a worker under a
+    thousand provider changes a second grew by 16 MB/s).  Without the
+    keys, reference counting frees it all when the server lets go.
+    """
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        served = set(environ)
+        try:
+            result = self.application(environ, start_response)
+        except BaseException:
+            _forget(environ, served)
+            raise
+        if isinstance(result, (list, tuple)):
+            _forget(environ, served)
+            return result
+        return _Forgetting(result, environ, served)
+
+
+def _forget(environ, served):
+    for key in [key for key in environ if key not in served]:
+        del environ[key]
+
+
+class _Forgetting:
+    """A streamed response (the change feed's): forgets when closed."""
+
+    def __init__(self, result, environ, served):
+        self._result = result
+        self._environ = environ
+        self._served = served
+
+    def __iter__(self):
+        return iter(self._result)
+
+    def close(self):
+        try:
+            close = getattr(self._result, 'close', None)
+            if close is not None:
+                close()
+        finally:
+            _forget(self._environ, self._served)
+
+
 def build_stack(conf, store, enforcer):
     """Wrap the dispatcher in Placement's middleware, innermost first."""
     placement = PlacementApp(conf, store)
@@ -178,6 +233,7 @@ def build_stack(conf, store, enforcer):
         cors_middleware,
         RequestLog,
         oslo_middleware.HTTPProxyToWSGI,
+        ForgetRequest,
     )
     for layer in layers:
         if layer:

@@ -130,8 +130,7 @@ class ProviderNode:
 
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
-                 'sym_class', 'anchors', 'room', 'by_class', 'fit_memo',
-                 '_summary')
+                 'sym_class', 'anchors', 'room', 'fit_memo', '_summary')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -152,11 +151,13 @@ class ProviderNode:
         self.sym_class = None
         # roots this provider can anchor a candidate at
         self.anchors = frozenset((self.root_uuid,))
-        # On a root: {resource class: the tree's providers of it}
-        self.by_class = None
         # {slot signature: does it fit}: the node never changes, so this
         # holds across requests.
         self.fit_memo = None
+        # (resources, traits) of its ProviderSummary (see summarize).
+        # Nothing a node holds refers back to a node: nodes are frozen
+        # out of the garbage collector's sight (graph/snapshot.py
+        # settle), so one in a reference cycle would never be freed.
         self._summary = None
 
     def __repr__(self):
@@ -175,6 +176,8 @@ class Snapshot:
     def __init__(self, nodes=(), mates=None):
         self.by_uuid = {}
         self.trees = {}            # root uuid -> [node] in creation order
+        # root uuid -> {resource class: the tree's providers of it}
+        self.tree_classes = {}
         self.sharing_nodes = []
         self._mates = mates
         self._reaching = {}        # root uuid -> sharing nodes reaching it
@@ -189,17 +192,19 @@ class Snapshot:
                     *(members[agg] for agg in node.aggregates))
 
     @classmethod
-    def extend(cls, indexed, nodes, mates):
-        """A snapshot of trees another snapshot indexed already plus
-        ``nodes``.
+    def extend(cls, earlier, roots, nodes, mates):
+        """A snapshot of the trees of ``roots`` that the snapshot
+        ``earlier`` indexed already plus ``nodes``.
 
-        ``indexed``: {root uuid: [node]} taken as they are (shared, never
-        touched again: they must hold no sharing provider, whose anchors
-        depend on ``mates``).
+        Those trees are taken as they are (shared, never touched again:
+        they must hold no sharing provider, whose anchors depend on
+        ``mates``).
         """
         snapshot = cls(mates=mates)
-        for root, tree in indexed.items():
-            snapshot.trees[root] = tree
+        for root in roots:
+            tree = snapshot.trees[root] = earlier.trees[root]
+            if root in earlier.tree_classes:
+                snapshot.tree_classes[root] = earlier.tree_classes[root]
             for node in tree:
                 snapshot.by_uuid[node.uuid] = node
         snapshot.add(nodes)
@@ -228,7 +233,7 @@ class Snapshot:
                 for rc in node.inventories:
                     by_class.setdefault(rc, []).append(node)
             if root in self.by_uuid:
-                self.by_uuid[root].by_class = by_class
+                self.tree_classes[root] = by_class
             parents = {node.parent_uuid for node in tree}
             for node in tree:
                 node.ancestors = frozenset(self._lineage(node))
@@ -274,8 +279,7 @@ class Snapshot:
         if rc is None:
             nodes = self.trees.get(anchor, [])
         else:
-            root = self.by_uuid.get(anchor)
-            nodes = (root.by_class or {}).get(rc, []) if root else []
+            nodes = self.tree_classes.get(anchor, {}).get(rc, [])
             if reaching:
                 reaching = [node for node in reaching
                             if rc in node.inventories]
@@ -1046,10 +1050,12 @@ def _summaries(snapshot, results, everything, nested_aware):
 
 
 def summarize(node):
-    """The node's ProviderSummary (made once: a node never changes)."""
+    """The node's ProviderSummary (its parts made once: a node never
+    changes; the summary, which refers to the node, anew)."""
     if node._summary is None:
         node._summary = _summarize(node)
-    return node._summary
+    resources, traits = node._summary
+    return ProviderSummary(provider=node, resources=resources, traits=traits)
 
 
 def _summarize(node):
@@ -1058,7 +1064,7 @@ def _summarize(node):
         for rc, inventory in sorted(node.inventories.items())}
     traits = sorted(node.traits,
                     key=lambda name: (name.startswith('CUSTOM_'), name))
-    return ProviderSummary(provider=node, resources=resources, traits=traits)
+    return resources, traits
 
 
 # ---------------------------------------------------------------------------

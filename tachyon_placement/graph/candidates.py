@@ -423,22 +423,23 @@ class WorldReader:
         """
         trees = self.world.trees
         sharing_roots = {root for root, _reach in sharing.values()}
-        reused, fresh_roots = {}, []
+        reused, fresh_roots = [], []
         last = _LAST_SNAPSHOT[0]
         if last is not None:
-            last_trees, last_nodes = last[0].trees, last[1].trees
+            last_trees, last_snapshot = last[0].trees, last[1]
         else:
-            last_trees, last_nodes = {}, {}
+            last_trees, last_snapshot = {}, domain.Snapshot()
         for root, records in trees.items():
             before = last_trees.get(root)
             # World.evolve shares the lists of untouched trees.
             if before is records and root not in sharing_roots:
-                reused[root] = last_nodes[root]
+                reused.append(root)
             else:
                 fresh_roots.append(root)
         fresh = self.candidate_trees(fresh_roots)
         snapshot_module.settle(len(fresh), len(self.world.records))
-        return domain.Snapshot.extend(reused, fresh, mates=_mates(sharing))
+        return domain.Snapshot.extend(last_snapshot, reused, fresh,
+                                      mates=_mates(sharing))
 
     def candidate_trees(self, roots):
         trees = self.world.trees

@@ -568,7 +568,9 @@ def settle(new, size):
     tens of milliseconds at 1000 hosts and hundreds at 10000.  Once a
     tenth is new, collect what is garbage and move the rest out of the
     collector's sight (gc.freeze); what is dropped later is freed by its
-    reference count, records and nodes holding no cycles.
+    reference count only, so nothing that lives past a request may be in
+    a reference cycle: records and search nodes hold none, and requests
+    leave none (api/app.py ForgetRequest; test_reference_cycles.py).
     """
     _unfrozen[0] += new
     if _unfrozen[0] >= max(_FREEZE_AFTER, size // 10):
