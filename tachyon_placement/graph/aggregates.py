@@ -36,7 +36,7 @@ SET rp.generation = rp.generation + $increment,
                     ELSE rp.updated_at END
 WITH rp
 %(bump)s
-SET rp.stamp = stamp
+SET rp.stamp = stamp, rp.labels_stamp = stamp
 WITH rp
 OPTIONAL MATCH (rp)-[stale:MEMBER_OF]->(old:Aggregate)
 WHERE NOT old.uuid IN $aggregates

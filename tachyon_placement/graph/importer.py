@@ -133,7 +133,7 @@ MATCH (marker:Meta {key: 'import'})
 SET marker.finished = true, marker.finished_at = timestamp()
 WITH stamp
 OPTIONAL MATCH (rp:ResourceProvider)
-SET rp.stamp = stamp
+SET rp.stamp = stamp, rp.labels_stamp = stamp
 RETURN stamp, count(rp) AS providers
 """)
 

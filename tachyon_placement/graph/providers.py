@@ -48,6 +48,7 @@ CREATE (rp:ResourceProvider {uuid: $uuid, name: $name, name_key: $name_key,
                              parent_uuid: $parent_uuid,
                              root_uuid: coalesce(parent.root_uuid, $uuid),
                              seq: counter.value, stamp: stamp,
+                             labels_stamp: stamp,
                              created_at: timestamp()})
 FOREACH (p IN CASE WHEN parent IS NULL THEN [] ELSE [parent] END |
          CREATE (p)-[:PARENT_OF]->(rp))

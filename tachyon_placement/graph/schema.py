@@ -21,6 +21,7 @@ KEYS = (
     ('ConsumerType', 'name', True),
     ('Meta', 'key', True),
     ('ResourceProvider', 'stamp', False),
+    ('ResourceProvider', 'labels_stamp', False),
     ('Tombstone', 'stamp', False),
     ('Weigher', 'name', True),
     ('Metric', 'name', True),

@@ -26,7 +26,8 @@ from tachyon_placement.weighing import ranking
 _PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
        rp.generation AS generation, rp.parent_uuid AS parent_uuid,
        rp.root_uuid AS root_uuid, rp.seq AS seq, rp.stamp AS stamp,
-       rp.created_at AS created_at, rp.updated_at AS updated_at"""
+       rp.labels_stamp AS labels_stamp, rp.created_at AS created_at,
+       rp.updated_at AS updated_at"""
 _INVENTORY_COLUMNS = """rp.uuid AS uuid, rc.name AS rc, inv.total AS total,
        inv.reserved AS reserved, inv.min_unit AS min_unit,
        inv.max_unit AS max_unit, inv.step_size AS step_size,
@@ -60,14 +61,28 @@ MATCH (rp:ResourceProvider)-[inv:PROVIDES]->(rc:ResourceClass)
 WHERE rp.stamp > $since
 RETURN %s
 """ % _INVENTORY_COLUMNS)
+# Traits and aggregates only of the providers whose labels changed (most
+# writes are allocations: they move usage, not labels).
 CHANGED_TRAITS = Statement('snap_changed_traits', common="""
 MATCH (rp:ResourceProvider)-[:HAS_TRAIT]->(t:Trait)
-WHERE rp.stamp > $since
+WHERE rp.labels_stamp > $since
 RETURN rp.uuid AS uuid, t.name AS name
 """)
 CHANGED_AGGREGATES = Statement('snap_changed_aggregates', common="""
 MATCH (rp:ResourceProvider)-[:MEMBER_OF]->(a:Aggregate)
-WHERE rp.stamp > $since
+WHERE rp.labels_stamp > $since
+RETURN rp.uuid AS uuid, a.uuid AS name
+""")
+# The labels of providers a copy does not hold yet whose labels did not
+# change since it was made (a provider written before labels_stamp).
+TRAITS_OF = Statement('snap_traits_of', common="""
+UNWIND $uuids AS wanted
+MATCH (rp:ResourceProvider {uuid: wanted})-[:HAS_TRAIT]->(t:Trait)
+RETURN rp.uuid AS uuid, t.name AS name
+""")
+AGGREGATES_OF = Statement('snap_aggregates_of', common="""
+UNWIND $uuids AS wanted
+MATCH (rp:ResourceProvider {uuid: wanted})-[:MEMBER_OF]->(a:Aggregate)
 RETURN rp.uuid AS uuid, a.uuid AS name
 """)
 DELETED = Statement('snap_deleted', common="""
@@ -520,33 +535,66 @@ class World:
                    for record in self.trees.get(root, ()))
 
 
-def _records(engine, statements, since=None):
-    """Build ProviderRecords from the four per-kind statements."""
-    params = {} if since is None else {'since': since}
-    providers_stmt, inventories_stmt, traits_stmt, aggregates_stmt = (
-        statements)
-    traits, aggregates, inventories = {}, {}, {}
+def _labels(engine, traits_stmt, aggregates_stmt, **params):
+    """({uuid: trait names}, {uuid: aggregate uuids}) read by the two
+    statements."""
+    traits, aggregates = {}, {}
     for row in engine.read(traits_stmt, **params):
         traits.setdefault(row['uuid'], set()).add(row['name'])
     for row in engine.read(aggregates_stmt, **params):
         aggregates.setdefault(row['uuid'], set()).add(row['name'])
+    return traits, aggregates
+
+
+def _records(engine, statements, since=None, held=None):
+    """Build ProviderRecords from the four per-kind statements.
+
+    ``since``: only the providers stamped after it (the _CHANGED
+    statements), taking the traits and aggregates of those whose labels
+    did not change from ``held`` ({uuid: ProviderRecord} of the copy
+    being brought up to date)."""
+    params = {} if since is None else {'since': since}
+    providers_stmt, inventories_stmt, traits_stmt, aggregates_stmt = (
+        statements)
+    traits, aggregates = _labels(engine, traits_stmt, aggregates_stmt,
+                                 **params)
+    inventories = {}
     for row in engine.read(inventories_stmt, **params):
         fields = {key: row[key] for key in models.Inventory.FIELDS
                   if row[key] is not None}
         fields['used'] = int(row['used'] or 0)
         inventories.setdefault(row['uuid'], {})[row['rc']] = (
             models.Inventory(resource_class=row['rc'], **fields))
+    rows = engine.read(providers_stmt, **params)
+    kept = {}
+    if since is not None:
+        unknown = []
+        for row in rows:
+            if (row['labels_stamp'] or 0) <= since:
+                old = held.get(row['uuid'])
+                if old is not None:
+                    kept[row['uuid']] = old
+                else:
+                    unknown.append(row['uuid'])
+        if unknown:
+            more_traits, more_aggregates = _labels(
+                engine, TRAITS_OF, AGGREGATES_OF, uuids=unknown)
+            traits.update(more_traits)
+            aggregates.update(more_aggregates)
     records = {}
-    for row in engine.read(providers_stmt, **params):
+    for row in rows:
         uuid = row['uuid']
+        old = kept.get(uuid)
         provider = models.Provider(
             uuid=uuid, name=row['name'], generation=row['generation'],
             parent_uuid=row['parent_uuid'], root_uuid=row['root_uuid'],
             created_at=models.from_millis(row['created_at']),
             updated_at=models.from_millis(row['updated_at']))
         records[uuid] = ProviderRecord(
-            provider, row['seq'], frozenset(traits.get(uuid, _EMPTY)),
-            frozenset(aggregates.get(uuid, _EMPTY)),
+            provider, row['seq'],
+            old.traits if old else frozenset(traits.get(uuid, _EMPTY)),
+            old.aggregates if old else frozenset(aggregates.get(uuid,
+                                                                _EMPTY)),
             inventories.get(uuid, {}), row['stamp'])
     return records
 
@@ -614,7 +662,8 @@ class WorldCache:
             else:
                 gone = [(row['uuid'], row['stamp']) for row in
                         engine.read(DELETED, since=world.version)]
-                changed = _records(engine, _CHANGED, since=world.version)
+                changed = _records(engine, _CHANGED, since=world.version,
+                                   held=world.records)
                 world = world.evolve(version, changed,
                                      [uuid for uuid, _stamp in gone])
                 settle(len(changed), len(world.records))

@@ -100,7 +100,7 @@ SET rp.generation = CASE WHEN changed THEN rp.generation + 1
                     ELSE rp.updated_at END
 WITH rp, wanted
 %(bump)s
-SET rp.stamp = stamp
+SET rp.stamp = stamp, rp.labels_stamp = stamp
 WITH rp, wanted
 OPTIONAL MATCH (rp)-[stale:HAS_TRAIT]->(old:Trait)
 WHERE NOT old.name IN $names

@@ -4,6 +4,9 @@ Every write that changes what a provider looks like (its tree position,
 inventories, usage, traits, aggregates) bumps ``(:Meta {key: 'graph'})``'s
 ``version`` once and stamps each provider it changed with the new value
 (``rp.stamp``); a deleted provider leaves a ``(:Tombstone {uuid, stamp})``.
+A write that changes a provider's traits or aggregates (or makes it) also
+sets ``rp.labels_stamp``: the far more frequent allocation writes move only
+usage and generations, and a copy then keeps the labels it has.
 A process holding a copy of the graph asks for the version on each request
 (one indexed read) and, when it moved, reloads only the providers stamped
 after its copy.  FalkorDB runs writes one at a time and Neo4j serialises

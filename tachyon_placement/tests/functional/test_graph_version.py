@@ -7,7 +7,7 @@ from tachyon_placement.tests.functional.fixtures import gabbits
 
 STAMPS = Statement('test_stamps', common="""
 MATCH (rp:ResourceProvider)
-RETURN rp.name AS name, rp.stamp AS stamp
+RETURN rp.name AS name, rp.stamp AS stamp, rp.labels_stamp AS labels_stamp
 """)
 TOMBSTONES = Statement('test_tombstones', common="""
 MATCH (t:Tombstone) RETURN t.uuid AS uuid, t.stamp AS stamp
@@ -24,6 +24,11 @@ def service():
 
 def _stamps(service):
     return {row['name']: row['stamp']
+            for row in service.engine.read(STAMPS)}
+
+
+def _labels_stamps(service):
+    return {row['name']: row['labels_stamp']
             for row in service.engine.read(STAMPS)}
 
 
@@ -50,6 +55,9 @@ def test_writes_move_the_version_and_stamp_what_they_change(service):
     moved('child')
     seed.set_aggregates(cn, 'c0c4d3f8-6a3f-4a4e-9a52-5f3b1b3d7f6a')
     moved('cn')
+    # Labels: creations, traits and aggregates move labels_stamp too.
+    labels = _labels_stamps(service)
+    assert labels['cn'] == version and labels['child'] > 0
     seed.call('PUT', '/allocations/9d7c4f2a-0c0e-4b7e-8a86-1b8c2a3d4e5f', {
         'allocations': {cn: {'resources': {'VCPU': 2}}},
         'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
@@ -58,6 +66,8 @@ def test_writes_move_the_version_and_stamp_what_they_change(service):
     seed.call('DELETE',
               '/allocations/9d7c4f2a-0c0e-4b7e-8a86-1b8c2a3d4e5f')
     moved('cn')
+    # Allocations move usage only: a copy keeps the labels it has.
+    assert _labels_stamps(service) == labels
     # Un-parenting moves the child's whole subtree to a new root.
     grandchild = seed.create_provider('grandchild', parent=child)
     moved('grandchild')
@@ -130,3 +140,38 @@ def test_search_snapshot_rebuilds_exactly_the_changed_trees(service):
     assert widened.by_uuid[shared].anchors == {shared, first, second}
     assert widened.trees[first] is before.trees[first]
     assert set(widened.trees) == {first, second, shared}
+
+
+def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
+    """Allocation writes do not re-read traits and aggregates (their
+    labels_stamp stays); a label write, and a provider the copy never
+    held whose labels are older than the copy, are read."""
+    from tachyon_placement.graph import snapshot as snapshot_module
+    store, seed = service.app.store, service.seed
+    cn = seed.create_provider('cn')
+    seed.add_inventory(cn, 'VCPU', 8)
+    seed.set_traits(cn, 'CUSTOM_GOLD')
+    agg = 'c0c4d3f8-6a3f-4a4e-9a52-5f3b1b3d7f6a'
+    seed.set_aggregates(cn, agg)
+    before = store.worlds.current()
+    seed.call('PUT', '/allocations/9d7c4f2a-0c0e-4b7e-8a86-1b8c2a3d4e5f', {
+        'allocations': {cn: {'resources': {'VCPU': 2}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'})
+    after = store.worlds.current()
+    record = after.records[cn]
+    assert record.inventories['VCPU'].used == 2
+    assert record.traits is before.records[cn].traits   # kept, not read
+    assert record.aggregates == {agg}
+    seed.set_traits(cn, 'CUSTOM_SILVER')
+    assert store.worlds.current().records[cn].traits == {'CUSTOM_SILVER'}
+    labelled = store.worlds.current().version
+    seed.call('DELETE',
+              '/allocations/9d7c4f2a-0c0e-4b7e-8a86-1b8c2a3d4e5f')
+    # Brought up to date from a copy that never held the provider (its
+    # labels older than the copy): they are read by uuid.
+    changed = snapshot_module._records(
+        store.engine, snapshot_module._CHANGED, since=labelled, held={})
+    assert changed[cn].inventories['VCPU'].used == 0
+    assert changed[cn].traits == {'CUSTOM_SILVER'}
+    assert changed[cn].aggregates == {agg}
