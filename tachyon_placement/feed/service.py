@@ -9,6 +9,7 @@ number of subscribers), the copy of the graph refreshes as it does for any
 request, and the diff lands in the log; writes and candidate requests do
 not know subscribers exist.
 """
+import contextlib
 import threading
 import time
 
@@ -103,6 +104,16 @@ class Feed:
                 found = self.changes(cursor, limit, fresh=False)
                 if found[0]:
                     return found
+        finally:
+            self._leave()
+
+    @contextlib.contextmanager
+    def following(self):
+        """Keeps the watcher on for the duration (a stream between its
+        reads): the stream's reads then cost the database nothing."""
+        self._enter()
+        try:
+            yield
         finally:
             self._leave()
 

@@ -1,5 +1,6 @@
 """The change feed's log: complete from its start, cut between writes."""
 import threading
+import time
 
 from tachyon_placement.feed import changes
 
@@ -103,3 +104,33 @@ def test_subscribers_at_the_same_place_share_one_join():
     assert joined.of(0, [C(1, 'a'), C(2, 'b'), C(3, 'c')]) == first
     assert framed == [1, 2, 3, 2, 3, 1, 2, 3]
     assert joined.of(5, []) == b''
+
+
+def test_a_stream_keeps_one_watcher_reading_for_every_reader():
+    """While streams follow, one watcher brings the copy of the graph up
+    to date; their reads do not touch the database."""
+    from tachyon_placement.feed import service
+
+    class Store:
+        def __init__(self):
+            self.worlds = self
+            self.listeners = []
+            self.reads = 0
+
+        def current(self):
+            self.reads += 1
+
+    store = Store()
+    feed = service.Feed(store, poll_interval=0.01)
+    feed.log.reset(0)
+    with feed.following(), feed.following():
+        time.sleep(0.2)
+        watched = store.reads
+        assert watched >= 5            # the watcher polls
+        for _ in range(20):            # the streams read the log only
+            assert feed.wait(0, 0) == ([], 0)
+        assert store.reads - watched < 10
+    time.sleep(0.1)
+    stopped = store.reads
+    time.sleep(0.1)
+    assert store.reads == stopped      # nobody follows: it stopped
