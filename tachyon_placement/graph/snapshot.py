@@ -618,7 +618,7 @@ def settle(new, size):
     collector's sight (gc.freeze); what is dropped later is freed by its
     reference count only, so nothing that lives past a request may be in
     a reference cycle: records and search nodes hold none, and requests
-    leave none (api/app.py ForgetRequest; test_reference_cycles.py).
+    leave none (api/app.py ForgetRequest; test_graph_version.py).
     """
     _unfrozen[0] += new
     if _unfrozen[0] >= max(_FREEZE_AFTER, size // 10):
