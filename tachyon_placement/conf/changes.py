@@ -19,6 +19,14 @@ changes_opts = [
         'log_size', default=100000, min=1,
         help='Changes each API process keeps in memory for subscribers; '
              'older cursors are answered from its copy of the graph.'),
+    cfg.FloatOpt(
+        'stream_interval', default=0.5, min=0.05, max=10,
+        help='Under a stream of writes, a Server-Sent Events stream sends '
+             'the changes in batches this many seconds apart (every '
+             'stream at the same moments, so that streams at one cursor '
+             'share one encoding). Longer: fewer, larger writes for the '
+             'server and its subscribers; shorter: changes arrive '
+             'sooner.'),
 ]
 
 

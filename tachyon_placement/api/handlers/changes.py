@@ -28,13 +28,6 @@ HEARTBEAT = 15
 # client reconnects with Last-Event-ID): a worker thread is never held
 # for ever.
 STREAM_SECONDS = 300
-# After sending changes a stream reads the log again at the next multiple
-# of this many seconds (of the process's clock), rather than when the log
-# next moves: under a stream of writes every stream then sends two batches
-# a second instead of one per move of the log (the watcher moves it ten
-# times a second), and the streams at one cursor read the same changes at
-# the same moment, joined once for all of them (Feed.events).
-STREAM_PACE = 0.5
 GONE = 'tachyon.changes.gone'
 
 QUERY = {
@@ -98,6 +91,14 @@ def stream_changes(req):
             raise errors.BadRequest('Last-Event-ID must be a cursor.')
         since = int(last_id)
     feed = req.store.feed
+    # After sending changes a stream reads the log again at the next
+    # multiple of ``pace`` seconds of the process's clock, rather than when
+    # the log next moves: under a stream of writes every stream then sends
+    # two batches a second (by default) instead of one per move of the log
+    # (the watcher moves it ten times a second), and the streams at one
+    # cursor read the same changes at the same moment, joined once for all
+    # of them (Feed.events).
+    pace = req.conf.changes.stream_interval
     if since is None:
         since = req.store.worlds.current().version
     try:
@@ -124,8 +125,7 @@ def stream_changes(req):
                     continue
                 yield feed.events.of(position, found)
                 position = position_next
-                now = time.monotonic()
-                time.sleep(STREAM_PACE - now % STREAM_PACE)
+                time.sleep(pace - time.monotonic() % pace)
 
     response = req.response
     response.status = 200
