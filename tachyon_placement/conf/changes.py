@@ -20,7 +20,7 @@ changes_opts = [
         help='Changes each API process keeps in memory for subscribers; '
              'older cursors are answered from its copy of the graph.'),
     cfg.FloatOpt(
-        'stream_interval', default=0.5, min=0.05, max=10,
+        'stream_interval', default=1.0, min=0.05, max=10,
         help='Under a stream of writes, a Server-Sent Events stream sends '
              'the changes in batches this many seconds apart (every '
              'stream at the same moments, so that streams at one cursor '

@@ -94,7 +94,7 @@ def stream_changes(req):
     # After sending changes a stream reads the log again at the next
     # multiple of ``pace`` seconds of the process's clock, rather than when
     # the log next moves: under a stream of writes every stream then sends
-    # two batches a second (by default) instead of one per move of the log
+    # a batch a second (by default) instead of one per move of the log
     # (the watcher moves it ten times a second), and the streams at one
     # cursor read the same changes at the same moment, joined once for all
     # of them (Feed.events).
