@@ -16,6 +16,7 @@ import collections
 import gc
 import operator
 import threading
+import time
 
 from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
@@ -605,6 +606,10 @@ _CHANGED = (CHANGED_PROVIDERS, CHANGED_INVENTORIES, CHANGED_TRAITS,
 
 
 _unfrozen = [0]       # objects of the graph copies made since the last freeze
+# When frozen objects were last collected too (monotonic seconds).
+_swept = [time.monotonic()]
+# Seconds between two collections of the frozen objects (see settle()).
+_SWEEP_INTERVAL = 600
 
 
 def settle(new, size):
@@ -618,11 +623,18 @@ def settle(new, size):
     collector's sight (gc.freeze); what is dropped later is freed by its
     reference count only, so nothing that lives past a request may be in
     a reference cycle: records and search nodes hold none, and requests
-    leave none (api/app.py ForgetRequest; test_graph_version.py).
+    leave none (api/app.py ForgetRequest; test_graph_version.py).  What
+    other libraries leave in cycles while in flight at a freeze (the neo4j
+    driver's results and transactions) is collected with everything frozen
+    every _SWEEP_INTERVAL seconds: one full collection then, and a bounded
+    leak between two.
     """
     _unfrozen[0] += new
     if _unfrozen[0] >= max(_FREEZE_AFTER, size // 10):
         _unfrozen[0] = 0
+        if time.monotonic() - _swept[0] >= _SWEEP_INTERVAL:
+            _swept[0] = time.monotonic()
+            gc.unfreeze()
         gc.collect()
         gc.freeze()
 
