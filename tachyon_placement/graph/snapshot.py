@@ -287,7 +287,9 @@ def _patched_index(index, keys_of, steps):
         if entries_of_key:
             index[key] = entries_of_key
         else:
-            del index[key]
+            # A key that one step brought in and a later one emptied was
+            # never in ``index``.
+            index.pop(key, None)
     return index
 
 

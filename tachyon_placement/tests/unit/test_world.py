@@ -183,3 +183,21 @@ def test_settle_collects_frozen_cycles_now_and_then(monkeypatch):
     monkeypatch.setattr(snapshot, '_SWEEP_INTERVAL', 0)
     snapshot.settle(10 ** 6, 1)
     assert gone() is None
+
+
+def test_a_key_brought_in_and_emptied_between_two_uses():
+    """An aggregate that appears and goes again while the indexes are
+    not used (osc-placement's inventory set --aggregate found it)."""
+    rng = random.Random(1)
+    records = {'a': _record(rng, 'a', 1, 'a', None)}
+    world = snapshot.World(1, dict(records))
+    _indexes(world)
+    new = _record(rng, 'b', 2, 'b', None)
+    new.aggregates = frozenset(['agg-new'])
+    world = world.evolve(2, {'b': new}, [])
+    plain = _record(rng, 'b', 2, 'b', None)
+    plain.aggregates = frozenset()
+    world = world.evolve(3, {'b': plain}, [])
+    world = world.evolve(4, {}, ['b'])
+    records.pop('b', None)
+    assert _indexes(world) == _indexes(snapshot.World(4, dict(records)))
