@@ -100,6 +100,8 @@ _RANKINGS_KEPT = 16
 # Copies of the graph whose indexes were not used that a copy still
 # patches its indexes across (beyond, they are built afresh if used).
 _STEPS_KEPT = 16
+# ... or than this many changed records (or a quarter of the cloud).
+_PENDING_KEPT = 500
 # Distinct (resource class, amount) pairs whose roots a World remembers.
 _RC_ROOTS_KEPT = 32
 
@@ -387,7 +389,7 @@ class World:
         changes = Changes(gone, sorted(changed.values(),
                                        key=_creation_order))
         world = World(version, records)
-        most = max(_FREEZE_AFTER, len(records) // 4)
+        most = max(_PENDING_KEPT, len(records) // 4)
         for name in _INDEXES:
             built = self._built.get(name)
             if built is not None:
