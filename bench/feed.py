@@ -29,6 +29,9 @@ BATCH_HOSTS = 50
 # Writer threads sharing the rate (one POST of 50 consumers takes tens of
 # milliseconds: one thread alone cannot write 1000 changes/s).
 WRITERS = 4
+# Seconds between subscribers connecting (or disconnecting) and the turn's
+# first measured request.
+SETTLE = 2
 
 
 class FeedServer:
@@ -280,22 +283,36 @@ def _writers(port, hosts, project, user, rate, seed, written, stop, out):
              [s for w in writers for s in w.error_samples][:3]))
 
 
-def _subscribers(port, count, mode, nice, stop, out):
-    """A child process: ``count`` subscribers of the feed; puts the
-    changes each received and the errors once ``stop`` is set.  ``nice``:
-    they stand for other machines' clients (--feed-subscriber-nice), so
-    they may yield the CPU to the service they measure."""
+def _subscribers(port, count, mode, nice, commands, out):
+    """A child process: ``count`` subscribers of the feed, following it
+    during each subscribed turn.  Commands: 'follow' (connect them all,
+    answer 'following' once every one has its first answer), 'halt'
+    (disconnect them all, answer the changes each received, the errors
+    and the changes out of order), 'exit'.  Spawned once for the whole
+    run, so that neither starting the process nor connecting and
+    disconnecting lands in a measured turn.  ``nice``: they stand for
+    other machines' clients (--feed-subscriber-nice), so they may yield
+    the CPU to the service they measure."""
     if nice:
         os.nice(nice)
     kind = StreamSubscriber if mode == 'sse' else Subscriber
-    subs = [kind(port, i) for i in range(count)]
-    for sub in subs:
-        sub.start()
-    stop.wait()
-    for sub in subs:
-        sub.stop()
-    out.put(([sub.received for sub in subs], sum(s.errors for s in subs),
-             sum(getattr(s, 'disordered', 0) for s in subs)))
+    while commands.get() == 'follow':
+        subs = [kind(port, i) for i in range(count)]
+        for sub in subs:
+            sub.start()
+        deadline = time.monotonic() + 60
+        while (any(sub.polls == 0 for sub in subs)
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        out.put('following')
+        commands.get()      # 'halt'
+        for sub in subs:
+            sub.stop()
+        for sub in subs:
+            sub.join(30)
+        out.put(([sub.received for sub in subs],
+                 sum(s.errors for s in subs),
+                 sum(getattr(s, 'disordered', 0) for s in subs)))
 
 
 class Load:
@@ -358,15 +375,22 @@ def run(client, tachyon, cloud, args, record, started, say):
     received, poll_errors, disordered = [], 0, 0
     order = turns(args.feed_turns)
     per_turn = max(1, args.requests * 2 // len(order))
+    import multiprocessing
+    spawning = multiprocessing.get_context('spawn')
+    commands, answers = spawning.Queue(), spawning.Queue()
+    subscribers = spawning.Process(
+        target=_subscribers, daemon=True,
+        args=(server.port, args.feed_subscribers, args.feed_mode,
+              args.feed_subscriber_nice, commands, answers))
+    subscribers.start()
     try:
         for subscribed in order:
-            following = None
             if subscribed:
-                following = Load()
-                following.start(_subscribers, server.port,
-                                args.feed_subscribers, args.feed_mode,
-                                args.feed_subscriber_nice)
-                time.sleep(2)       # the streams are open
+                commands.put('follow')
+                answers.get(timeout=120)
+            # Connections made (or closed) and the first catch-up done:
+            # the turn measures subscribers that follow, not connecting.
+            time.sleep(SETTLE)
             before, began = written.value, time.monotonic()
             stats = _measure(client, flat, per_turn, args.read_seconds)
             rates[subscribed].append(
@@ -377,12 +401,15 @@ def run(client, tachyon, cloud, args, record, started, say):
             merged[subscribed].wall += stats.wall
             if merged[subscribed].first_body is None:
                 merged[subscribed].first_body = stats.first_body
-            if following is not None:
-                counts, errors, out_of_order = following.finish()[0]
+            if subscribed:
+                commands.put('halt')
+                counts, errors, out_of_order = answers.get(timeout=120)
                 received.extend(counts)
                 poll_errors += errors
                 disordered += out_of_order
     finally:
+        commands.put('exit')
+        subscribers.join(30)
         _rate, write_errors, samples = writing.finish()[0]
     results = {}
     for subscribed in (False, True):

@@ -18,6 +18,7 @@ from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.api.handlers import tachyon
 from tachyon_placement.feed import changes as feed_changes
+from tachyon_placement.feed import service as feed_service
 from tachyon_placement.policies import changes as policies
 
 EVENT_STREAM = 'text/event-stream'
@@ -95,7 +96,8 @@ def stream_changes(req):
     # multiple of ``pace`` seconds of the process's clock, rather than when
     # the log next moves: under a stream of writes every stream then sends
     # a batch a second (by default) instead of one per move of the log
-    # (the watcher moves it ten times a second), and the streams at one
+    # (the watcher would move it ten times a second; it refreshes once
+    # before each mark instead, Feed.following), and the streams at one
     # cursor read the same changes at the same moment, joined once for all
     # of them (Feed.events).
     pace = req.conf.changes.stream_interval
@@ -113,7 +115,7 @@ def stream_changes(req):
         # a thousand changes a second would otherwise be 50,000 writes.
         yield b'retry: 2000\n\n' + feed.events.of(since, first)
         end = time.monotonic() + STREAM_SECONDS
-        with feed.following():
+        with feed.following(pace):
             while time.monotonic() < end:
                 try:
                     found, position_next = feed.wait(position, HEARTBEAT,
@@ -125,7 +127,7 @@ def stream_changes(req):
                     continue
                 yield feed.events.of(position, found)
                 position = position_next
-                time.sleep(pace - time.monotonic() % pace)
+                time.sleep(feed_service.seconds_to_mark(pace))
 
     response = req.response
     response.status = 200

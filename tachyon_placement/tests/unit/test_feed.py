@@ -134,3 +134,54 @@ def test_a_stream_keeps_one_watcher_reading_for_every_reader():
     stopped = store.reads
     time.sleep(0.1)
     assert store.reads == stopped      # nobody follows: it stopped
+
+
+def test_streams_alone_have_the_watcher_refresh_once_per_mark():
+    """Streams that read once per ``pace`` have the watcher refresh once
+    per mark, a little before it; a long poll makes it poll at once and
+    every poll_interval while it waits."""
+    from tachyon_placement.feed import service
+
+    class Store:
+        def __init__(self):
+            self.worlds = self
+            self.listeners = []
+            self.reads = []
+
+        def current(self):
+            self.reads.append(time.monotonic())
+
+    store = Store()
+    feed = service.Feed(store, poll_interval=0.01, linger=0)
+    feed.log.reset(0)
+    pace = 0.2
+    with feed.following(pace):
+        time.sleep(1.0)
+        paced = len(store.reads)
+        # About one refresh per mark (5 in a second), not one per poll
+        # interval (100).
+        assert 4 <= paced <= 7, store.reads
+        # Each a quarter of the interval before a mark.
+        for moment in store.reads[1:]:
+            assert abs(moment % pace - pace * (1 - service.MARK_LEAD)) < (
+                0.03), (moment % pace)
+        start = time.monotonic()
+        assert feed.wait(0, 0.3) == ([], 0)
+        # The long poll woke the watcher: it polled at once and about
+        # every poll_interval while the poll waited.
+        during = [moment for moment in store.reads if moment >= start]
+        assert during and during[0] - start < 0.05
+        assert len(during) >= 10
+    time.sleep(0.5)
+    stopped = len(store.reads)
+    time.sleep(0.3)
+    assert len(store.reads) == stopped
+
+
+def test_seconds_to_mark_points_at_the_shared_marks():
+    from tachyon_placement.feed import service
+    for pace, lead in ((1.0, 0.0), (0.5, 0.125), (0.05, 0.0)):
+        wait = service.seconds_to_mark(pace, lead)
+        assert 0 < wait <= pace
+        assert abs((time.monotonic() + wait + lead) % pace) < 0.01 or abs(
+            (time.monotonic() + wait + lead) % pace - pace) < 0.01
