@@ -73,7 +73,8 @@ def parse_args(argv):
     p.add_argument('--workloads', default=None,
                    help='comma separated read workloads to run (default '
                         'all: ac_flat,ac_nested,ac_sriov,ac_sharing,'
-                        'rp_filter,rp_in_tree; "none" for none)')
+                        'rp_filter,rp_resources,rp_in_tree; "none" for '
+                        'none)')
     p.add_argument('--concurrency', default='1,4,16',
                    help='scheduling loop concurrency levels (default '
                         '1,4,16; "none" to skip)')

@@ -106,6 +106,11 @@ def read_workloads(cloud):
             'GET /resource_providers with resources and required '
             '(AVX2, not AVX512F)', 'providers'),
         ReadWorkload(
+            'rp_resources', '/resource_providers', {
+                'resources': 'VCPU:1,MEMORY_MB:1024'},
+            'GET /resource_providers?resources= alone: every root and NUMA '
+            'node with room, about three providers per host', 'providers'),
+        ReadWorkload(
             'rp_in_tree', '/resource_providers', {
                 'in_tree': cloud.hosts[len(cloud.hosts) // 2].root.uuid},
             'GET /resource_providers?in_tree= (Nova\'s periodic '

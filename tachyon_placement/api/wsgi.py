@@ -181,16 +181,28 @@ def extract_json(body, schema):
 
 def json_response(req, data, status=200, last_modified=None):
     """A JSON response; from 1.15 on with Last-Modified and no-cache."""
-    response = req.response
-    response.status = status
     # Candidate documents run to megabytes: json.dumps took up to a
     # quarter of such requests, orjson a twentieth of that.
     try:
-        response.body = orjson.dumps(data)
+        body = orjson.dumps(data)
     except TypeError:
         # A key that is not a string (OPT_NON_STR_KEYS halves the speed,
         # so only when needed).
-        response.body = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+        body = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+    return encoded_json_response(req, body, status, last_modified)
+
+
+def encoded_json_response(req, body, status=200, last_modified=None):
+    """json_response() of a document already encoded: ``body``, bytes or
+    a list of bytes sent one after the other (the pieces of a large
+    document are not copied into one)."""
+    response = req.response
+    response.status = status
+    if isinstance(body, bytes):
+        response.body = body
+    else:
+        response.app_iter = body
+        response.content_length = sum(map(len, body))
     response.content_type = JSON
     if req.has('last_modified'):
         response.last_modified = last_modified or timeutils.utcnow(

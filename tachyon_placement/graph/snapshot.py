@@ -110,7 +110,7 @@ class ProviderRecord:
     """One provider with everything the in-memory reads look at."""
 
     __slots__ = ('provider', 'seq', 'traits', 'aggregates', 'inventories',
-                 'stamp', 'rendered', 'order')
+                 'stamp', 'rendered', 'order', 'modified')
 
     def __init__(self, provider, seq, traits, aggregates, inventories,
                  stamp=0):
@@ -120,13 +120,15 @@ class ProviderRecord:
         # (kept, not computed per comparison: the bisections of each copy
         # of the graph compare it tens of thousands of times a second).
         self.order = (self.seq, provider.uuid)
+        # Its Last-Modified (a listing takes the newest of thousands).
+        self.modified = provider.last_modified
         self.traits = traits              # frozenset of names
         self.aggregates = aggregates      # frozenset of uuids
         self.inventories = inventories    # {rc: models.Inventory}
         # The graph version of the provider's last change (its cursor in
         # the change feed).
         self.stamp = stamp or 0
-        # {shape: rendered document} (api/handlers/resource_provider.py):
+        # {shape: encoded document} (api/handlers/resource_provider.py):
         # a record is replaced, never changed, when its provider changes,
         # so each shape is rendered once per change, not per list.
         self.rendered = {}

@@ -1,6 +1,7 @@
 """/resource_providers and /resource_providers/{uuid}."""
 import uuid as uuidlib
 
+import orjson
 from oslo_utils import uuidutils
 
 from tachyon_placement.api import errors
@@ -97,20 +98,38 @@ def _check_traits(req, filters):
 
 def _render_records(req, records):
     """The list of the providers of graph copy records: each record
-    keeps its rendered document per shape (URL prefix and microversion
-    features), so a provider is rendered once per change, not per list."""
-    shape = (req.script_name, req.has('provider_tree'),
-             tuple(feature and req.has(feature) for _rel, feature in _LINKS))
-    documents = []
-    for record in records:
-        document = record.rendered.get(shape)
-        if document is None:
-            document = record.rendered[shape] = render(req, record.provider)
-        documents.append(document)
-    return wsgi.json_response(
-        req, {'resource_providers': documents},
-        last_modified=wsgi.latest(record.provider.last_modified
-                                  for record in records))
+    keeps its encoded document per shape (URL prefix and microversion
+    features), so a provider is rendered and encoded once per change, not
+    per list, and a list is its documents joined (a 30,000-provider list
+    spent most of its time making and encoding the same dicts)."""
+    shape = _shape_key((req.script_name, req.has('provider_tree'), tuple(
+        feature and req.has(feature) for _rel, feature in _LINKS)))
+    encoded = [record.rendered.get(shape) or _encode(req, record, shape)
+               for record in records]
+    return wsgi.encoded_json_response(
+        req, [b'{"resource_providers":[', b','.join(encoded), b']}'],
+        last_modified=wsgi.latest(record.modified for record in records))
+
+
+def _encode(req, record, shape):
+    encoded = record.rendered[shape] = orjson.dumps(
+        render(req, record.provider))
+    return encoded
+
+
+# {shape: a small number standing for it}: looked up once per provider of a
+# list, a tuple key was hashed anew each time.
+_SHAPES = {}
+_SHAPES_KEPT = 64
+
+
+def _shape_key(shape):
+    key = _SHAPES.get(shape)
+    if key is None:
+        if len(_SHAPES) >= _SHAPES_KEPT:
+            return shape        # never reused for another shape
+        key = _SHAPES.setdefault(shape, len(_SHAPES))
+    return key
 
 
 @wsgi.handler(accept=wsgi.JSON)
