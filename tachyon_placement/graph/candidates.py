@@ -437,9 +437,13 @@ class WorldReader:
             else:
                 fresh_roots.append(root)
         fresh = self.candidate_trees(fresh_roots)
+        snapshot = domain.Snapshot.extend(last_snapshot, reused, fresh,
+                                          mates=_mates(sharing))
+        # Once the snapshot is whole: its indexes, made after the nodes,
+        # are as long-lived as they are (left in the collector's sight, a
+        # full collection walked them every few candidate requests).
         snapshot_module.settle(len(fresh), len(self.world.records))
-        return domain.Snapshot.extend(last_snapshot, reused, fresh,
-                                      mates=_mates(sharing))
+        return snapshot
 
     def candidate_trees(self, roots):
         trees = self.world.trees

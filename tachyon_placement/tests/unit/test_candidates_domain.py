@@ -845,3 +845,43 @@ def test_cross_check_exercises_replay_and_product():
             used.update(compare_free_slots(seed, monkeypatch))
     assert used['replay'] >= 10
     assert used['product'] >= 10
+
+
+def test_an_extended_snapshot_indexes_what_a_fresh_one_would():
+    """Snapshot.extend keeps the earlier snapshot's kept trees (the very
+    nodes), drops the others, adds the fresh ones: the same indexes as a
+    snapshot made of those nodes at once."""
+    rng = random.Random(5)
+    for _case in range(50):
+        cloud = Cloud()
+        for host in range(rng.randint(2, 8)):
+            root = cloud.add('h%d' % host, **random_inventory(rng))
+            for child in range(rng.randint(0, 3)):
+                cloud.add('h%d_%d' % (host, child), parent=root,
+                          **random_inventory(rng))
+        earlier = domain.Snapshot(mates={})
+        earlier.add(cloud.nodes)
+        roots = list(earlier.trees)
+        kept = rng.sample(roots, rng.randrange(len(roots) + 1))
+        # The others changed (fresh nodes, maybe fewer) or are gone; and
+        # a new tree came.
+        fresh = []
+        for root in roots:
+            if root in kept or rng.random() < 0.3:
+                continue
+            fresh.extend(domain.ProviderNode(
+                node.uuid, node.parent_uuid, node.root_uuid, node.seq,
+                node.traits, node.aggregates, node.inventories)
+                for node in earlier.trees[root] if rng.random() < 0.8
+                or node.uuid == root)
+        fresh.append(domain.ProviderNode('new', seq=99,
+                                         inventories=random_inventory(rng)))
+        extended = domain.Snapshot.extend(earlier, kept, fresh, mates={})
+        whole = domain.Snapshot(mates={})
+        whole.add([node for root in kept for node in earlier.trees[root]]
+                  + fresh)
+        assert extended.by_uuid == whole.by_uuid
+        assert extended.trees == whole.trees
+        assert extended.tree_classes == whole.tree_classes
+        for root in kept:
+            assert extended.trees[root] is earlier.trees[root]
