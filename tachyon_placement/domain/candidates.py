@@ -192,13 +192,14 @@ class Snapshot:
                     *(members[agg] for agg in node.aggregates))
 
     @classmethod
-    def extend(cls, earlier, roots, nodes, mates):
-        """A snapshot of the trees of ``roots`` that the snapshot
-        ``earlier`` indexed already plus ``nodes``.
+    def extend(cls, earlier, dropped, nodes, mates):
+        """A snapshot of the trees the snapshot ``earlier`` indexed, less
+        those of the roots ``dropped``, plus ``nodes`` (whole trees, none
+        of them among the trees kept).
 
-        Those trees are taken as they are (shared, never touched again:
-        they must hold no sharing provider, whose anchors depend on
-        ``mates``).
+        The trees kept are taken as they are (shared, never touched
+        again: they must hold no sharing provider, whose anchors depend
+        on ``mates``).
         """
         snapshot = cls(mates=mates)
         # Copies of the earlier indexes (C-level dict copies) less the
@@ -209,8 +210,8 @@ class Snapshot:
         snapshot.by_uuid = dict(earlier.by_uuid)
         snapshot.trees = dict(earlier.trees)
         snapshot.tree_classes = dict(earlier.tree_classes)
-        for root in set(earlier.trees).difference(roots):
-            for node in snapshot.trees.pop(root):
+        for root in dropped:
+            for node in snapshot.trees.pop(root, ()):
                 if snapshot.by_uuid.get(node.uuid) is node:
                     del snapshot.by_uuid[node.uuid]
             snapshot.tree_classes.pop(root, None)

@@ -37,6 +37,14 @@ class Feed:
         self.json = feed_changes.Joined(feed_changes.Change.encoded, b',')
         self.events = feed_changes.Joined(feed_changes.Change.event)
         self._watcher = None
+        # The log is kept from the first read of the feed in this process
+        # on: a process nobody asked for changes (most API workers) would
+        # otherwise hold the records of the last ``capacity`` changes
+        # alive for nothing (a tenth of a worker's memory at 10,000 hosts,
+        # and its live records scattered among them).  Before that, and
+        # for cursors older than the log, changes are read from the copy
+        # of the graph (changes()).
+        self._filling = False
         store.worlds.listeners.append(self._observe)
 
     # -- filled by WorldCache ---------------------------------------------
@@ -46,6 +54,8 @@ class Feed:
         ``changed`` records and ``deleted`` [(uuid, stamp)] between them
         (None: a copy made anew), ``hosts`` [(name, stamp, state or
         None)] published or deleted since."""
+        if not self._filling:
+            return
         if changed is None or previous is None:
             self.log.reset(world.version)
             return
@@ -71,6 +81,9 @@ class Feed:
         cursor is older than the retention floor.  ``fresh``: bring this
         process's copy of the graph (and so the log) up to date first
         (one version read); a woken waiter need not, the watcher did."""
+        # From now on the log follows the copies of the graph (complete
+        # from the first copy made after this, see ChangeLog.extend).
+        self._filling = True
         world = self.store.worlds.current() if fresh else None
         found = self.log.after(cursor, limit)
         if found is not None:

@@ -419,30 +419,38 @@ class WorldReader:
         A tree that the World the last snapshot was built from had already
         (the very list: World.evolve shares untouched trees) keeps that
         snapshot's nodes; trees with a sharing provider are always rebuilt,
-        its reach depending on other trees.
+        its reach depending on other trees.  Which trees changed since is
+        what the World knows of its last few versions (touched_since), or
+        else found by comparing every tree.
         """
-        trees = self.world.trees
+        world = self.world
+        trees = world.trees
         sharing_roots = {root for root, _reach in sharing.values()}
-        reused, fresh_roots = [], []
         last = _LAST_SNAPSHOT[0]
-        if last is not None:
-            last_trees, last_snapshot = last[0].trees, last[1]
+        if last is None:
+            last_world, last_snapshot = None, domain.Snapshot()
         else:
-            last_trees, last_snapshot = {}, domain.Snapshot()
-        for root, records in trees.items():
-            before = last_trees.get(root)
-            # World.evolve shares the lists of untouched trees.
-            if before is records and root not in sharing_roots:
-                reused.append(root)
-            else:
-                fresh_roots.append(root)
+            last_world, last_snapshot = last
+        touched = (world.touched_since(last_world)
+                   if last_world is not None else None)
+        if touched is not None:
+            dropped = touched | sharing_roots
+            fresh_roots = [root for root in dropped if root in trees]
+        else:
+            last_trees = last_world.trees if last_world is not None else {}
+            dropped = {root for root, before in last_trees.items()
+                       if trees.get(root) is not before}
+            dropped |= sharing_roots
+            fresh_roots = [root for root, records in trees.items()
+                           if root in dropped
+                           or last_trees.get(root) is not records]
         fresh = self.candidate_trees(fresh_roots)
-        snapshot = domain.Snapshot.extend(last_snapshot, reused, fresh,
+        snapshot = domain.Snapshot.extend(last_snapshot, dropped, fresh,
                                           mates=_mates(sharing))
         # Once the snapshot is whole: its indexes, made after the nodes,
         # are as long-lived as they are (left in the collector's sight, a
         # full collection walked them every few candidate requests).
-        snapshot_module.settle(len(fresh), len(self.world.records))
+        snapshot_module.settle(len(fresh), len(world.records))
         return snapshot
 
     def candidate_trees(self, roots):

@@ -363,6 +363,12 @@ class World:
         # (rankings of an earlier World, roots whose trees changed since):
         # a ranking is updated from there rather than made anew.
         self._basis = None
+        # {version of an earlier World: roots whose trees changed since},
+        # for the last _STEPS_KEPT versions, and what this World and those
+        # it evolved from (or to) share, to know the trail is theirs (see
+        # touched_since).
+        self._trail = {}
+        self._lineage = object()
 
     def evolve(self, version, changed, deleted):
         """The World at ``version``: ``changed`` ({uuid: ProviderRecord})
@@ -406,6 +412,13 @@ class World:
                                         size + len(changes))
         touched = {record.root_uuid for record in gone}
         touched.update(record.root_uuid for record in changes.added)
+        trail = {earlier: roots | touched
+                 for earlier, roots in self._trail.items()}
+        trail[self.version] = frozenset(touched)
+        if len(trail) > _STEPS_KEPT:
+            del trail[min(trail)]
+        world._trail = trail
+        world._lineage = self._lineage
         if self._rankings:
             world._basis = (self._rankings, frozenset(touched))
         elif self._basis is not None:
@@ -419,6 +432,16 @@ class World:
                     roots.discard(root)
             world._rc_roots[(rc, amount)] = frozenset(roots)
         return world
+
+    def touched_since(self, earlier):
+        """The roots whose trees changed (or came, or went) between the
+        World ``earlier`` and this one, when this one came from it by at
+        most _STEPS_KEPT evolve() steps; None otherwise."""
+        if earlier._lineage is not self._lineage:
+            return None
+        if earlier.version == self.version:
+            return frozenset() if earlier is self else None
+        return self._trail.get(earlier.version)
 
     def _index_of(self, name):
         """The index ``name`` of this version: built, patched from an

@@ -876,7 +876,8 @@ def test_an_extended_snapshot_indexes_what_a_fresh_one_would():
                 or node.uuid == root)
         fresh.append(domain.ProviderNode('new', seq=99,
                                          inventories=random_inventory(rng)))
-        extended = domain.Snapshot.extend(earlier, kept, fresh, mates={})
+        dropped = set(roots).difference(kept)
+        extended = domain.Snapshot.extend(earlier, dropped, fresh, mates={})
         whole = domain.Snapshot(mates={})
         whole.add([node for root in kept for node in earlier.trees[root]]
                   + fresh)

@@ -185,3 +185,38 @@ def test_seconds_to_mark_points_at_the_shared_marks():
         assert 0 < wait <= pace
         assert abs((time.monotonic() + wait + lead) % pace) < 0.01 or abs(
             (time.monotonic() + wait + lead) % pace - pace) < 0.01
+
+
+def test_a_process_keeps_no_log_until_the_feed_is_read():
+    """API workers nobody asks for changes hold no log (the records of
+    the last changes, alive for nothing); the first read starts it."""
+    from tachyon_placement.feed import service
+
+    class Store:
+        def __init__(self):
+            self.worlds = self
+            self.listeners = []
+
+        def current(self):
+            return None
+
+    class World:
+        def __init__(self, version):
+            self.version = version
+
+    class Record:
+        def __init__(self, uuid, stamp):
+            self.uuid, self.stamp = uuid, stamp
+
+    store = Store()
+    feed = service.Feed(store)
+    observe = store.listeners[0]
+    observe(World(1), World(2), {'a': Record('a', 2)}, [], [])
+    assert feed.log.start is None and feed.log.after(1) is None
+    feed._filling = True        # what the first changes() call sets
+    observe(World(2), World(3), {'b': Record('b', 3)}, [], [])
+    found, cursor = feed.log.after(2)
+    assert [change.key for change in found] == ['b'] and cursor == 3
+    # Older cursors are not the log's to answer (the copy of the graph
+    # answers them).
+    assert feed.log.after(1) is None

@@ -137,6 +137,34 @@ def test_evolve_shares_untouched_trees():
     assert 'by_class' not in evolved._pending
 
 
+def test_a_world_knows_which_trees_changed_since_an_earlier_one():
+    """touched_since names every root whose tree changed, came or went
+    since the earlier World, for the last _STEPS_KEPT versions of its own
+    line, and nothing it cannot vouch for."""
+    rng = random.Random(9)
+    records, seq = _cloud(rng, roots=40)
+    worlds = [snapshot.World(1, dict(records))]
+    for version in range(2, 40):
+        changed, deleted, seq = _write(rng, records, seq,
+                                       touches=rng.randrange(1, 5))
+        worlds.append(worlds[-1].evolve(version, changed, deleted))
+    world = worlds[-1]
+    for earlier in worlds:
+        touched = world.touched_since(earlier)
+        if world.version - earlier.version > snapshot._STEPS_KEPT:
+            assert touched is None
+            continue
+        # Exactly those whose trees hold other records (records compare
+        # by identity: a rewritten provider is a new record).
+        differ = {root for root in set(earlier.trees) | set(world.trees)
+                  if earlier.trees.get(root) != world.trees.get(root)}
+        assert touched == differ
+    # Another line of copies (another store, a copy made anew).
+    assert world.touched_since(snapshot.World(world.version - 1,
+                                              dict(records))) is None
+    assert world.touched_since(world) == frozenset()
+
+
 def test_narrowed_keeps_every_match_in_creation_order():
     from tachyon_placement.domain import providers as domain
     rng = random.Random(11)
