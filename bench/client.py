@@ -97,6 +97,17 @@ class Client:
     def __repr__(self):
         return 'Client(%s, %s:%d)' % (self.name, self.host, self.port)
 
+    # Sent to other processes (the scheduling loop's clients) without its
+    # connections: each thread opens its own.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state['_local']
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._local = threading.local()
+
     def _connection(self):
         conn = getattr(self._local, 'conn', None)
         if conn is None:

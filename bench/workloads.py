@@ -349,25 +349,31 @@ def claim(client, params, cloud, rng, st, keep=False, max_candidates=10,
     return 'failed'
 
 
-def _slice(pool, client, concurrency, seconds, params, cloud, seed, backoff):
-    """concurrency clients loop on claim() for ``seconds``."""
+def _claim_loop(client, seconds, params, tenants, seed, backoff):
+    """One scheduler: claim() in a loop for ``seconds``; its Stats.
+    ``tenants``: the cloud's projects and users (all claim() reads of
+    it)."""
     end = time.perf_counter() + seconds
+    rng = random.Random(seed)
+    st = Stats()
+    errors_in_row = 0
+    while time.perf_counter() < end and not STOP.is_set():
+        res = claim(client, params, tenants, rng, st, backoff=backoff)
+        errors_in_row = errors_in_row + 1 if res == 'error' else 0
+        if errors_in_row >= MAX_CONSECUTIVE_FAILURES:
+            st.aborted = '%d errors in a row' % MAX_CONSECUTIVE_FAILURES
+            break
+    client.close()
+    return st
 
-    def worker(k):
-        rng = random.Random('%s-%d' % (seed, k))
-        st = Stats()
-        errors_in_row = 0
-        while time.perf_counter() < end and not STOP.is_set():
-            res = claim(client, params, cloud, rng, st, backoff=backoff)
-            errors_in_row = errors_in_row + 1 if res == 'error' else 0
-            if errors_in_row >= MAX_CONSECUTIVE_FAILURES:
-                st.aborted = ('%d errors in a row'
-                              % MAX_CONSECUTIVE_FAILURES)
-                break
-        return st
 
+def _slice(pool, client, concurrency, seconds, params, tenants, seed,
+           backoff):
+    """concurrency clients loop on claim() for ``seconds``."""
     start = time.perf_counter()
-    futures = [pool.submit(worker, k) for k in range(concurrency)]
+    futures = [pool.submit(_claim_loop, client, seconds, params, tenants,
+                           '%s-%d' % (seed, k), backoff)
+               for k in range(concurrency)]
     total = Stats()
     for fut in futures:
         st = fut.result()
@@ -377,14 +383,35 @@ def _slice(pool, client, concurrency, seconds, params, cloud, seed, backoff):
     return total
 
 
+def _ready():
+    return True
+
+
+def _pool(concurrency, processes, name):
+    """The scheduling loop's clients: threads of this process, or (as
+    Nova's scheduler workers are) processes of their own, which at 16
+    clients keeps the bench's interpreter lock from being what the loop
+    measures."""
+    if not processes:
+        return concurrent.futures.ThreadPoolExecutor(
+            concurrency, thread_name_prefix='sched-%s' % name)
+    import multiprocessing
+    pool = concurrent.futures.ProcessPoolExecutor(
+        concurrency, mp_context=multiprocessing.get_context('spawn'))
+    # Started (and their modules imported) before the first slice.
+    for fut in [pool.submit(_ready) for _ in range(concurrency)]:
+        fut.result()
+    return pool
+
+
 def run_sched(clients, concurrency, seconds, slice_seconds, cloud, seed=0,
-              backoff=0.05, params=None):
+              backoff=0.05, params=None, processes=False):
     """The scheduling loop at one concurrency; {service: Stats}."""
     params = params or FLAT
     names = list(clients)
     stats = {n: Stats() for n in names}
-    pools = {n: concurrent.futures.ThreadPoolExecutor(
-        concurrency, thread_name_prefix='sched-%s' % n) for n in names}
+    tenants = Tenants(cloud.projects, cloud.users)
+    pools = {n: _pool(concurrency, processes, n) for n in names}
     active = set(names)
     slices = {n: slice_seconds for n in names}
     rnd = 0
@@ -404,9 +431,8 @@ def run_sched(clients, concurrency, seconds, slice_seconds, cloud, seed=0,
                 slices[n] = min(slices[n],
                                 max(slice_seconds, seconds - stats[n].wall))
                 st = _slice(pools[n], clients[n], concurrency, slices[n],
-                            params, cloud, '%s-%s-%d-%d' % (seed, n,
-                                                            concurrency, rnd),
-                            backoff)
+                            params, tenants, '%s-%s-%d-%d' % (
+                                seed, n, concurrency, rnd), backoff)
                 wall = st.wall
                 stats[n].merge(st)
                 stats[n].wall += wall
@@ -420,6 +446,10 @@ def run_sched(clients, concurrency, seconds, slice_seconds, cloud, seed=0,
         for pool in pools.values():
             pool.shutdown(wait=not STOP.is_set(), cancel_futures=True)
     return stats
+
+
+# What claim() needs of the cloud (sent to client processes).
+Tenants = collections.namedtuple('Tenants', 'projects users')
 
 
 # -- the fill race ------------------------------------------------------------
