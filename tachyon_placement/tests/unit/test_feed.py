@@ -154,37 +154,42 @@ def test_streams_alone_have_the_watcher_refresh_once_per_mark():
     store = Store()
     feed = service.Feed(store, poll_interval=0.01, linger=0)
     feed.log.reset(0)
-    pace = 0.2
+    pace = 0.5
     with feed.following(pace):
-        time.sleep(1.0)
-        paced = len(store.reads)
-        # About one refresh per mark (5 in a second), not one per poll
-        # interval (100).
-        assert 4 <= paced <= 7, store.reads
-        # Each a quarter of the interval before a mark.
+        time.sleep(2.0)
+        # About one refresh per mark (4 in two seconds), not one per poll
+        # interval (200).
+        assert 2 <= len(store.reads) <= 8, store.reads
+        # Each a quarter of the interval before a mark, or a little after
+        # that on a busy machine (a thread wakes late, never early).
         for moment in store.reads[1:]:
-            assert abs(moment % pace - pace * (1 - service.MARK_LEAD)) < (
-                0.03), (moment % pace)
+            late = moment % pace - pace * (1 - service.MARK_LEAD)
+            assert -0.01 < late < 0.1, late
         start = time.monotonic()
         assert feed.wait(0, 0.3) == ([], 0)
-        # The long poll woke the watcher: it polled at once and about
+        # The long poll woke the watcher: it polled at once and then
         # every poll_interval while the poll waited.
         during = [moment for moment in store.reads if moment >= start]
-        assert during and during[0] - start < 0.05
-        assert len(during) >= 10
-    time.sleep(0.5)
+        assert during and during[0] - start < 0.1
+        assert len(during) >= 3
+    time.sleep(0.6)
     stopped = len(store.reads)
-    time.sleep(0.3)
+    time.sleep(0.6)
     assert len(store.reads) == stopped
 
 
-def test_seconds_to_mark_points_at_the_shared_marks():
+def test_seconds_to_mark_points_at_the_shared_marks(monkeypatch):
     from tachyon_placement.feed import service
-    for pace, lead in ((1.0, 0.0), (0.5, 0.125), (0.05, 0.0)):
-        wait = service.seconds_to_mark(pace, lead)
-        assert 0 < wait <= pace
-        assert abs((time.monotonic() + wait + lead) % pace) < 0.01 or abs(
-            (time.monotonic() + wait + lead) % pace - pace) < 0.01
+    now = [100.3]
+    monkeypatch.setattr(service.time, 'monotonic', lambda: now[0])
+    assert abs(service.seconds_to_mark(1.0) - 0.7) < 1e-9
+    # A quarter before the mark: 100.75.
+    assert abs(service.seconds_to_mark(1.0, lead=0.25) - 0.45) < 1e-9
+    # Already past that moment of this interval: the next one.
+    now[0] = 100.8
+    assert abs(service.seconds_to_mark(1.0, lead=0.25) - 0.95) < 1e-9
+    now[0] = 100.5
+    assert abs(service.seconds_to_mark(0.5) - 0.5) < 1e-9
 
 
 def test_a_process_keeps_no_log_until_the_feed_is_read():
