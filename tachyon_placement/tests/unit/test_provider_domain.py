@@ -33,6 +33,20 @@ def _inventory(rng, rc):
                                 rng.randrange(0, 50)])))
 
 
+def random_filters(rng, classes, traits, aggregates):
+    """Random ProviderFilters over these names (also test_world.py's)."""
+    return domain.ProviderFilters(
+        resources={rc: rng.randrange(1, 9)
+                   for rc in rng.sample(classes, rng.randrange(
+                       len(classes) + 1))},
+        required_traits=[set(rng.sample(traits, rng.randrange(1, 3)))
+                         for _ in range(rng.randrange(3))],
+        forbidden_traits=set(rng.sample(traits, rng.randrange(2))),
+        member_of=[set(rng.sample(aggregates, rng.randrange(1, 3)))
+                   for _ in range(rng.randrange(2))],
+        forbidden_aggregates=set(rng.sample(aggregates, rng.randrange(2))))
+
+
 def test_select_is_matches_over_every_view():
     rng = random.Random(7)
     views = [View(frozenset(rng.sample(TRAITS, rng.randrange(4))),
@@ -42,15 +56,7 @@ def test_select_is_matches_over_every_view():
              for _ in range(300)]
     kept = 0
     for _case in range(500):
-        filters = domain.ProviderFilters(
-            resources={rc: rng.randrange(1, 9)
-                       for rc in rng.sample(CLASSES, rng.randrange(4))},
-            required_traits=[set(rng.sample(TRAITS, rng.randrange(1, 3)))
-                             for _ in range(rng.randrange(3))],
-            forbidden_traits=set(rng.sample(TRAITS, rng.randrange(2))),
-            member_of=[set(rng.sample(AGGS, rng.randrange(1, 3)))
-                       for _ in range(rng.randrange(2))],
-            forbidden_aggregates=set(rng.sample(AGGS, rng.randrange(2))))
+        filters = random_filters(rng, CLASSES, TRAITS, AGGS)
         selected = domain.select(views, filters)
         assert selected == [view for view in views
                             if domain.matches(view, filters)]

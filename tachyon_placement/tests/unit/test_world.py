@@ -4,6 +4,7 @@ import random
 
 from tachyon_placement.domain import models
 from tachyon_placement.graph import snapshot
+from tachyon_placement.tests.unit import test_provider_domain
 from tachyon_placement.weighing import model as weighing_model
 
 TRAITS = ['CUSTOM_A', 'CUSTOM_B', 'CUSTOM_C']
@@ -176,14 +177,8 @@ def test_narrowed_keeps_every_match_in_creation_order():
     everything = world.ordered
     narrower = 0
     for _case in range(300):
-        filters = domain.ProviderFilters(
-            resources={rc: rng.randrange(1, 8)
-                       for rc in rng.sample(CLASSES, rng.randrange(3))},
-            required_traits=[set(rng.sample(TRAITS, rng.randrange(1, 3)))
-                             for _ in range(rng.randrange(3))],
-            forbidden_traits=set(rng.sample(TRAITS, rng.randrange(2))),
-            member_of=[set(rng.sample(AGGS, rng.randrange(1, 3)))
-                       for _ in range(rng.randrange(2))])
+        filters = test_provider_domain.random_filters(rng, CLASSES, TRAITS,
+                                                      AGGS)
         narrowed = world.narrowed(filters)
         assert domain.select(narrowed, filters) == domain.select(
             everything, filters)
