@@ -43,6 +43,9 @@ def parse_args(argv):
     p.add_argument('--hosts', type=int, default=1000,
                    help='compute hosts in the seeded cloud (default 1000)')
     p.add_argument('--seed', type=int, default=42)
+    p.add_argument('--vms-per-host', type=int, default=None,
+                   help='at least this many consumers fill each host, as '
+                        'instances do (default: as few as max_unit allows)')
     p.add_argument('--services', default='placement,tachyon',
                    help='which services to run (default both; one alone '
                         'gives no ratios)')
@@ -313,11 +316,11 @@ def import_placement(args, placement_svc):
 
 def run(args, results, started, sampler_box):
     t0 = time.perf_counter()
-    cloud = cloud_mod.build_cloud(args.hosts, args.seed)
+    cloud = cloud_mod.build_cloud(args.hosts, args.seed, args.vms_per_host)
     results['cloud'] = cloud.summary()
     results['cloud']['build_seconds'] = round(time.perf_counter() - t0, 2)
     _say('cloud: %(hosts)d hosts, %(providers)d providers, %(consumers)d '
-         'consumers' % results['cloud'])
+         'consumers, %(allocation_rows)d allocation rows' % results['cloud'])
 
     # -- setup ---------------------------------------------------------------
     services = []

@@ -24,6 +24,11 @@ hosts are also in the "race" aggregate the fill race targets.
 Existing allocations: each host is filled to a random fraction (0-80 %) of
 the capacity of every inventory in its tree (and its share of the sharing
 provider's disk), by a few consumers (as many as ``max_unit`` requires).
+With ``vms_per_host`` N, by at least N consumers, as a host running N
+instances is: each takes a share of the root's (and sharing provider's)
+resources, the children's (NUMA, PF, GPU) are split among as few of them
+as ``max_unit`` allows, in turn, so a consumer holds a handful of
+allocation rows as Nova's instances do.
 """
 import collections
 import concurrent.futures
@@ -147,6 +152,11 @@ class Cloud:
             'providers': self.provider_count,
             'providers_by_kind': dict(kinds),
             'consumers': self.consumer_count,
+            'allocation_rows': sum(
+                len(resources['resources'])
+                for host in self.hosts
+                for consumer in host.allocations.values()
+                for resources in consumer['allocations'].values()),
             'shared_aggregates': len(self.shared_aggregates),
             'shared_storage_hosts': sum(1 for h in self.hosts
                                         if h.shared_aggregate),
@@ -165,8 +175,9 @@ def _weighted(rng, choices):
     return rng.choices(values, weights)[0]
 
 
-def build_cloud(hosts, seed=42):
-    """The deterministic cloud of ``hosts`` compute hosts."""
+def build_cloud(hosts, seed=42, vms_per_host=None):
+    """The deterministic cloud of ``hosts`` compute hosts (see the module
+    documentation for ``vms_per_host``)."""
     rng = random.Random('tachyon-bench-topology-%d' % seed)
     n_shared_aggs = max(2, hosts // 200)
     shared_aggs = [_uuid(rng) for _ in range(n_shared_aggs)]
@@ -242,11 +253,12 @@ def build_cloud(hosts, seed=42):
                             for _ in range(PROJECTS)],
                   users=[_uuid(rng).replace('-', '')
                          for _ in range(PROJECTS)])
-    _seed_allocations(cloud, random.Random('tachyon-bench-allocs-%d' % seed))
+    _seed_allocations(cloud, random.Random('tachyon-bench-allocs-%d' % seed),
+                      vms_per_host)
     return cloud
 
 
-def _seed_allocations(cloud, rng):
+def _seed_allocations(cloud, rng, vms_per_host=None):
     """Fill each host to a random fraction of capacity (see module doc)."""
     sharing = {p.uuid: p for p in cloud.sharing}
     for host in cloud.hosts:
@@ -265,14 +277,27 @@ def _seed_allocations(cloud, rng):
                                 inv.max_unit))
         if not amounts:
             continue
-        n = max(math.ceil(a / mu) for _, _, a, mu in amounts)
+        needed = collections.Counter()      # rp: consumers its units need
+        for rp, _, amount, max_unit in amounts:
+            needed[rp] = max(needed[rp], math.ceil(amount / max_unit))
+        n = max(needed.values())
+        if vms_per_host:
+            n = max(n, vms_per_host)
+        everyone = {host.providers[0].uuid, host.sharing_provider}
+        first = {}          # rp: the first of the consumers it is split among
+        turn = 0
+        for rp in needed:
+            if vms_per_host and rp not in everyone:
+                first[rp] = turn
+                turn += needed[rp]
         consumers = [collections.defaultdict(dict) for _ in range(n)]
         for rp, rc, amount, _ in amounts:
-            base, extra = divmod(amount, n)
-            for j in range(n):
+            among = needed[rp] if rp in first else n
+            base, extra = divmod(amount, among)
+            for j in range(among):
                 share = base + (1 if j < extra else 0)
                 if share:
-                    consumers[j][rp][rc] = share
+                    consumers[(first.get(rp, 0) + j) % n][rp][rc] = share
         project = rng.randrange(len(cloud.projects))
         for allocs in consumers:
             if not allocs:

@@ -419,6 +419,11 @@ class World:
             del trail[min(trail)]
         world._trail = trail
         world._lineage = self._lineage
+        if self._root_uuids is not None and _roots_of(gone) == _roots_of(
+                changes.added):
+            # No root came, went or moved: the very list, which also keeps
+            # what is made once per base order (Ranking.best_first).
+            world._root_uuids = self._root_uuids
         if self._rankings:
             world._basis = (self._rankings, frozenset(touched))
         elif self._basis is not None:
@@ -563,6 +568,12 @@ class World:
         return any(provider_rules.has_capacity(record.inventories.get(rc),
                                                amount)
                    for record in self.trees.get(root, ()))
+
+
+def _roots_of(records):
+    """{(uuid, creation order)} of the roots among ``records``."""
+    return {(record.uuid, _creation_order(record)) for record in records
+            if record.parent_uuid is None}
 
 
 def _labels(engine, traits_stmt, aggregates_stmt, **params):

@@ -180,6 +180,57 @@ def test_an_updated_ranking_equals_one_made_anew():
     assert 'idle' in before.raw['spread-ram']
 
 
+@pytest.mark.parametrize('seed', range(8))
+def test_a_chain_of_updates_stays_equal_to_rankings_made_anew(seed):
+    # A scheduling loop: one host at a time takes or gives back memory
+    # and CPU (its score moves inside the others' range, to an extreme,
+    # or ties), now and then a host goes or comes; after every step the
+    # updated ranking (patched when it can be) is the one made anew.
+    rng = random.Random(seed)
+    weighers = [weigher('spread-ram', {'type': 'usage',
+                                       'resource_class': 'MEMORY_MB'}),
+                weigher('pack-cpu', {'type': 'usage',
+                                     'resource_class': 'VCPU',
+                                     'mode': 'pack'}, weight=0.5),
+                weigher('ssd', {'type': 'traits',
+                                'prefer': ['STORAGE_DISK_SSD']})]
+    if seed % 2:
+        weighers = weighers[:1]
+
+    def host(name):
+        traits = {'STORAGE_DISK_SSD'} if rng.random() < 0.3 else ()
+        return [record(name, traits=traits,
+                       MEMORY_MB=dict(total=100, used=rng.randrange(101)),
+                       VCPU=dict(total=8, used=rng.randrange(9)))]
+
+    trees = {'h%02d' % n: host('h%02d' % n) for n in range(40)}
+    base = sorted(trees)
+    ranked = ranking.Ranking(weighers, trees)
+    ranked.best_first(base)
+    patched = 0
+    for _step in range(60):
+        trees = dict(trees)
+        changed = set(rng.sample(sorted(trees), rng.choice((1, 1, 1, 2))))
+        if rng.random() < 0.05:
+            gone = changed.pop()
+            del trees[gone]
+            changed.add(gone)
+            base = sorted(trees)
+        for name in changed & set(trees):
+            trees[name] = host(name)
+        updated = ranked.updated(trees, {}, frozenset(changed))
+        patched += updated._best_first is not None
+        fresh = ranking.Ranking(weighers, trees)
+        assert updated.raw == fresh.raw
+        assert updated.parts == fresh.parts
+        assert updated.scores == fresh.scores
+        assert updated.best_first(base) == fresh.order(base)
+        assert updated.order(base[::-1]) == fresh.order(base[::-1])
+        ranked = updated
+    # Most steps took the patched path (the test would not test it else).
+    assert patched > 30
+
+
 def test_new_metric_values_rescore_only_the_weighers_that_read_them():
     spread = weigher('spread-ram', {'type': 'usage',
                                     'resource_class': 'MEMORY_MB'})

@@ -38,6 +38,7 @@ def _indexes(world):
             'by_aggregate': uuids(world.by_aggregate),
             'by_class': uuids(world.by_class),
             'roots': [record.uuid for record in world.roots],
+            'root_uuids': list(world.root_uuids),
             'rc_roots': {(rc, amount): world.rc_roots(rc, amount)
                          for rc in CLASSES for amount in (1, 4, 7)},
             # Updated from the previous World's ranking after an evolve.
@@ -130,9 +131,15 @@ def test_evolve_shares_untouched_trees():
                for seq, uuid in enumerate(['a', 'b', 'c'])}
     world = snapshot.World(1, dict(records))
     trees = world.trees
+    root_uuids = world.root_uuids
     evolved = world.evolve(2, {'b': _record(rng, 'b', 1, 'b', None)}, [])
     assert evolved.trees['a'] is trees['a']
     assert evolved.trees['b'] is not trees['b']
+    # No root came or went: the very list of roots.
+    assert evolved.root_uuids is root_uuids
+    grown = evolved.evolve(3, {'d': _record(rng, 'd', 3, 'd', None)}, [])
+    assert grown.root_uuids == ['a', 'b', 'c', 'd']
+    assert root_uuids == ['a', 'b', 'c']
     # Indexes never built are left to be built on first use.
     assert 'by_class' not in evolved._built
     assert 'by_class' not in evolved._pending
