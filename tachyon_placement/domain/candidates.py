@@ -130,7 +130,8 @@ class ProviderNode:
 
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
-                 'sym_class', 'anchors', 'room', 'fit_memo', '_summary')
+                 'sym_class', 'anchors', 'room', 'fit_memo', 'found_memo',
+                 '_summary', 'encoded')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -154,6 +155,11 @@ class ProviderNode:
         # {slot signature: does it fit}: the node never changes, so this
         # holds across requests.
         self.fit_memo = None
+        # {search key: the allocation requests anchored here}, on roots
+        # (see find_candidates): they never change either.
+        self.found_memo = None
+        # {render shape: its summary as JSON}, for the API's renderer.
+        self.encoded = None
         # (resources, traits) of its ProviderSummary (see summarize).
         # Nothing a node holds refers back to a node: nodes are frozen
         # out of the garbage collector's sight (graph/snapshot.py
@@ -180,7 +186,8 @@ class Snapshot:
         self.tree_classes = {}
         self.sharing_nodes = []
         self._mates = mates
-        self._reaching = {}        # root uuid -> sharing nodes reaching it
+        # root uuid -> sharing nodes reaching it (see reaching)
+        self._reaching = None
         self.add(nodes)
         if mates is None:
             members = collections.defaultdict(set)
@@ -232,7 +239,7 @@ class Snapshot:
                 if self._mates is not None:
                     node.anchors = node.anchors.union(
                         self._mates.get(node.uuid, ()))
-        self._reaching.clear()
+        self._reaching = None
         for root in touched:
             tree = self.trees[root]
             tree.sort(key=lambda node: (node.seq, node.uuid))
@@ -275,15 +282,24 @@ class Snapshot:
         return sorted(self.by_uuid.values(),
                       key=lambda node: (node.seq, node.uuid))
 
+    def reaching(self, anchor):
+        """The sharing providers of other trees that reach ``anchor``."""
+        if self._reaching is None:
+            # Indexed once per snapshot from the few sharing providers'
+            # side: each anchor asking them all was O(anchors x sharing).
+            reaching = {}
+            for node in self.sharing_nodes:
+                for root in node.anchors:
+                    if root != node.root_uuid:
+                        reaching.setdefault(root, []).append(node)
+            self._reaching = reaching
+        return self._reaching.get(anchor, ())
+
     def candidates_at(self, anchor, rc=None):
         """The providers that can serve a candidate anchored at
         ``anchor``: its tree and the sharing providers reaching it; those
         with an inventory of ``rc`` when given."""
-        reaching = self._reaching.get(anchor)
-        if reaching is None:
-            reaching = self._reaching[anchor] = [
-                node for node in self.sharing_nodes
-                if node.root_uuid != anchor and anchor in node.anchors]
+        reaching = self.reaching(anchor)
         if rc is None:
             nodes = self.trees.get(anchor, [])
         else:
@@ -311,6 +327,10 @@ class AllocationRequest:
     allocations: dict
     # {suffix: [rp_uuid, ...]}, in request group order
     mappings: dict
+    # {render shape: the request as JSON}, for the API's renderer (a
+    # request is remembered and shared by later searches: never changed).
+    encoded: dict = dataclasses.field(default=None, compare=False,
+                                      repr=False)
 
 
 @dataclasses.dataclass
@@ -839,6 +859,44 @@ class _Batches:
         return max(self.first, min(estimate, self.largest))
 
 
+# Candidates remembered per anchor and search (find_candidates): anchors
+# with more are searched again each time (what a large tree yields is
+# mostly cut by the limit anyway).
+_FOUND_MEMO_MAX = 64
+
+
+def _search_key(slots, plan, wide, settings):
+    """A string naming all that the candidates anchored at a root depend
+    on besides its tree (and the sharing providers reaching it): the
+    slots, the plan, the root filters and how options are ordered within
+    a tree; None when that order depends on more than the providers
+    (metric values).  The same object for equal searches, as _signature.
+    """
+    token = ()
+    if settings.option_key is not None:
+        token = getattr(settings.option_key, 'memo_token', None)
+        if token is None:
+            return None
+    parts = [
+        [(slot.suffix, slot.signature, slot.tracked, slot.subtrees,
+          slot.free, sorted(sorted(any_of) for any_of in slot.group.member_of),
+          sorted(slot.group.forbidden_aggs), slot.group.in_tree is not None)
+         for slot in slots],
+        (plan.isolate, plan.exclude_nested, plan.independent,
+         sorted(sorted(any_of) for any_of in plan.unsuffixed_required),
+         plan.subtree_slots, sorted(plan.shared_slots.items()),
+         plan.granular),
+        sorted(wide.root_required or ()), sorted(wide.root_forbidden or ()),
+        token]
+    text = repr(parts)
+    found = _SIGNATURES.get(text)
+    if found is None:
+        if len(_SIGNATURES) >= 4096:
+            _SIGNATURES.clear()
+        found = _SIGNATURES.setdefault(text, text)
+    return found
+
+
 def _mark_free(slots, plan):
     """Flag the slots whose choice constrains no other slot."""
     for slot in slots:
@@ -932,6 +990,12 @@ def find_candidates(snapshot, groups, wide, settings=None,
         wanted = maximum if wanted is None else min(wanted, maximum)
     batches = _Batches(wanted)
 
+    interleave = settings.strategy == BREADTH_FIRST or (
+        rng is not None and wide.limit and settings.max_candidates < 0)
+    memo_key = None
+    if not (interleave or rng is not None or settings.refiner is not None):
+        memo_key = _search_key(slots, plan, wide, settings)
+
     def searches():
         for batch in batches.cut(ordered):
             missing = [anchor for anchor in batch
@@ -943,6 +1007,13 @@ def find_candidates(snapshot, groups, wide, settings=None,
                 anchor_node = snapshot.by_uuid.get(anchor)
                 if anchor_node is None or not anchor_ok(anchor_node):
                     continue
+                if memo_key is not None and anchor_node.found_memo:
+                    found = anchor_node.found_memo.get(memo_key)
+                    # A sharing provider may reach the tree since (an
+                    # aggregate it joined): then it is searched again.
+                    if found is not None and not snapshot.reaching(anchor):
+                        yield anchor_node, found
+                        continue
                 options = {}
                 for slot in slots:
                     # Only providers of one of its classes can serve a
@@ -961,23 +1032,41 @@ def find_candidates(snapshot, groups, wide, settings=None,
                     search = _AnchorSearch(anchor, slots, plan, options,
                                            rng=rng)
                     if search.plausible():
-                        yield search
+                        yield anchor_node, search
 
-    def stream(search):
+    def stream(anchor_node, search):
+        """(anchor, request, made of sharing providers alone) of each
+        candidate anchored at ``anchor_node``, remembered on it when they
+        were all asked for and depend on its tree alone."""
+        if isinstance(search, tuple):
+            yield from search
+            return
+        anchor = search.anchor
         # Only candidates made of sharing providers alone can come out of
         # several anchors: when no slot offers one, no need to look.
         shared_only = all(any(node.sharing for node in choices)
                           for choices in search.options.values())
+        found = []
         for assignment in search.run():
-            yield search.anchor, assignment, shared_only
+            item = (anchor, _materialize(slots, anchor, assignment),
+                    shared_only and all(node.sharing
+                                        for node in assignment))
+            found.append(item)
+            yield item
+        if (memo_key is not None and len(found) <= _FOUND_MEMO_MAX
+                and not snapshot.reaching(anchor)):
+            memo = anchor_node.found_memo
+            if memo is None:
+                memo = anchor_node.found_memo = {}
+            elif len(memo) >= _FIT_MEMO_SIZE:
+                memo.clear()
+            memo[memo_key] = tuple(found)
 
-    interleave = settings.strategy == BREADTH_FIRST or (
-        rng is not None and wide.limit and settings.max_candidates < 0)
     if interleave:
-        produced = _roundrobin(stream(search) for search in searches())
+        produced = _roundrobin(stream(*found) for found in searches())
     else:
         produced = itertools.chain.from_iterable(
-            stream(search) for search in searches())
+            stream(*found) for found in searches())
 
     refiner = settings.refiner
     ranked = refiner is not None and refiner.ranks
@@ -987,13 +1076,12 @@ def find_candidates(snapshot, groups, wide, settings=None,
     # With a ranking refiner, the anchor at which the limit was reached
     # is searched to its end, so that its best requests can come first.
     finishing = None
-    for anchor, assignment, shared_only in produced:
+    for anchor, request, shared_only in produced:
         if finishing is not None and anchor != finishing:
             break
-        request = _materialize(slots, anchor, assignment)
         if refiner is not None and not refiner.accept(request):
             continue
-        if shared_only and all(node.sharing for node in assignment):
+        if shared_only:
             identity = _identity(request)
             if identity in seen:
                 continue

@@ -372,4 +372,9 @@ def option_key(weighers, provider_scores=None):
                 return found
         keys[weighed] = key
         return key
+    # The order depends on the providers alone (their usage) when no
+    # metric or Cypher value weighs them: what the candidate search may
+    # remember per tree (domain.candidates._search_key), named by this.
+    for_slot.memo_token = None if provider_scores else ('usage',
+                                                        tuple(usage))
     return for_slot

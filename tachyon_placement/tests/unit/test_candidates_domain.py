@@ -1,5 +1,6 @@
 """The allocation candidate search, without a database."""
 import collections
+import dataclasses
 import itertools
 import random
 import time
@@ -845,6 +846,91 @@ def test_cross_check_exercises_replay_and_product():
             used.update(compare_free_slots(seed, monkeypatch))
     assert used['replay'] >= 10
     assert used['product'] >= 10
+
+
+def answer(result):
+    return ([(r.anchor, r.allocations, r.mappings)
+             for r in result.allocation_requests],
+            [s.provider.uuid for s in result.provider_summaries])
+
+
+def compare_remembered(seed, monkeypatch):
+    """Candidates are remembered per anchor and search on the anchor's
+    node: asked again on the same snapshot, or on one extended after some
+    trees changed (usage moved, the sharing provider joined an
+    aggregate), a search answers what a search on a fresh snapshot does.
+    Returns how many anchors were searched by the first and by the second
+    of two equal requests."""
+    rng = random.Random(seed)
+    cloud = random_cloud(rng)
+    requests = []
+    for _request in range(3):
+        groups = random_groups(rng)
+        suffixes = [g.suffix for g in groups if g.suffix]
+        subtrees = []
+        resourceless = {g.suffix for g in groups if not g.resources}
+        if resourceless:
+            subtrees.append(resourceless | set(suffixes[:1]))
+        requests.append((groups, domain.RequestWide(
+            group_policy=rng.choice(['none', 'isolate']),
+            same_subtrees=subtrees, limit=rng.choice([None, None, 2]))))
+    searched = []
+    run = domain._AnchorSearch.run
+
+    def counting(search):
+        searched.append(search.anchor)
+        return run(search)
+    monkeypatch.setattr(domain._AnchorSearch, 'run', counting)
+
+    counts = collections.Counter()
+    snapshot = domain.Snapshot(mates=None)
+    snapshot.add(cloud.snapshot().providers)
+    for _step in range(4):
+        for groups, wide in requests:
+            expected = answer(domain.find_candidates(cloud.snapshot(),
+                                                     groups, wide))
+            for ask in ('first', 'second'):
+                del searched[:]
+                assert answer(domain.find_candidates(
+                    snapshot, groups, wide)) == expected
+                counts[ask] += len(searched)
+        # A write: a host's usage moves, or the sharing provider joins
+        # the other aggregate.  Its tree (and the sharing provider's,
+        # whose reach depends on the others) is made anew.
+        changed = rng.choice([node for node in cloud.nodes
+                              if node.parent_uuid is None])
+        if changed.uuid == 'share':
+            changed.aggregates = frozenset(['x', 'y'])
+        else:
+            changed.inventories = {
+                rc: dataclasses.replace(inventory, used=rng.randint(
+                    0, min(1, inventory.total)))
+                for rc, inventory in changed.inventories.items()}
+        dropped = {changed.root_uuid, 'share'}
+        fresh = [node for node in cloud.snapshot().providers
+                 if node.root_uuid in dropped]
+        mates = {node.uuid: {other.root_uuid for other in cloud.nodes
+                             if other.aggregates & node.aggregates}
+                 for node in cloud.nodes if node.sharing}
+        snapshot = domain.Snapshot.extend(snapshot, dropped, fresh, mates)
+    return counts
+
+
+@pytest.mark.parametrize('seed', range(100))
+def test_remembered_candidates_are_what_a_fresh_search_finds(
+        seed, monkeypatch):
+    compare_remembered(seed, monkeypatch)
+
+
+def test_a_search_asked_again_searches_fewer_anchors():
+    # Not all: anchors that sharing providers reach, or whose candidates
+    # a limit cut, are searched again.
+    counts = collections.Counter()
+    for seed in range(100):
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            counts.update(compare_remembered(seed, monkeypatch))
+    assert counts['first'] > 100
+    assert counts['second'] < counts['first'] * 0.7
 
 
 def test_an_extended_snapshot_indexes_what_a_fresh_one_would():
