@@ -46,6 +46,7 @@ what will not be returned.
 """
 import collections
 import dataclasses
+import functools
 import itertools
 import operator
 import random
@@ -1208,7 +1209,7 @@ class ProbeResult:
 
     @property
     def anchors(self):
-        return self.roots | self.reach
+        return self.roots | self.reach if self.reach else self.roots
 
 
 def plan_probes(groups, wide, in_tree_roots=None):
@@ -1242,9 +1243,12 @@ def group_anchors(probes, results):
     for probe in probes:
         result = results.get(probe.key, ProbeResult())
         # Root providers asked for by root_required anchor themselves only.
-        anchors = set(result.roots if probe.roots_only else result.anchors)
+        anchors = result.roots if probe.roots_only else result.anchors
         if probe.group in bounds:
-            bounds[probe.group] &= anchors
+            # New sets, never in place: the probes' own sets (kept per
+            # copy of the graph) are not copied (a request at 10,000 hosts
+            # made a dozen copies of 10,000 roots).
+            bounds[probe.group] = bounds[probe.group] & anchors
         else:
             bounds[probe.group] = anchors
     return bounds
@@ -1255,7 +1259,7 @@ def candidate_roots(probes, results):
     bounds = group_anchors(probes, results)
     if not bounds:
         return None
-    return set.intersection(*bounds.values())
+    return functools.reduce(operator.and_, bounds.values())
 
 
 # ---------------------------------------------------------------------------
