@@ -349,9 +349,10 @@ class WorldReader:
 
     def order_roots(self, uuids):
         world = self.world
-        wanted = set(uuids)
+        wanted = (uuids if isinstance(uuids, (set, frozenset))
+                  else set(uuids))
         if len(wanted) * 16 >= len(world.roots):
-            return [uuid for uuid in world.root_uuids if uuid in wanted]
+            return list(filter(wanted.__contains__, world.root_uuids))
         records = world.records
         roots = [records[uuid] for uuid in wanted if uuid in records
                  and records[uuid].parent_uuid is None]
