@@ -52,6 +52,7 @@ import operator
 import random
 
 from tachyon_placement.domain import providers as provider_rules
+from tachyon_placement.domain import sharded
 
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 DEPTH_FIRST = 'depth-first'
@@ -181,10 +182,11 @@ class Snapshot:
     """
 
     def __init__(self, nodes=(), mates=None):
-        self.by_uuid = {}
-        self.trees = {}            # root uuid -> [node] in creation order
+        # Sharded: see extend.
+        self.by_uuid = sharded.ShardedDict()
+        self.trees = sharded.ShardedDict()  # root -> [node] in creation order
         # root uuid -> {resource class: the tree's providers of it}
-        self.tree_classes = {}
+        self.tree_classes = sharded.ShardedDict()
         self.sharing_nodes = []
         self._mates = mates
         # root uuid -> sharing nodes reaching it (see reaching)
@@ -210,14 +212,16 @@ class Snapshot:
         on ``mates``).
         """
         snapshot = cls(mates=mates)
-        # Copies of the earlier indexes (C-level dict copies) less the
-        # trees not taken: under a stream of writes a new snapshot is made
-        # per write that a candidate request sees, and re-indexing every
-        # kept node in Python made that O(cloud) in the interpreter (a
-        # tenth of a scheduling loop's time at 10,000 hosts).
-        snapshot.by_uuid = dict(earlier.by_uuid)
-        snapshot.trees = dict(earlier.trees)
-        snapshot.tree_classes = dict(earlier.tree_classes)
+        # Copies of the earlier indexes less the trees not taken: under a
+        # stream of writes a new snapshot is made per write that a
+        # candidate request sees.  Re-indexing every kept node in Python
+        # made that O(cloud) in the interpreter, and even C-level copies of
+        # whole dicts were a tenth of a scheduling loop's request at 10,000
+        # hosts: the indexes are sharded, and a copy copies only the shards
+        # it changes.
+        snapshot.by_uuid = earlier.by_uuid.copy()
+        snapshot.trees = earlier.trees.copy()
+        snapshot.tree_classes = earlier.tree_classes.copy()
         for root in dropped:
             for node in snapshot.trees.pop(root, ()):
                 if snapshot.by_uuid.get(node.uuid) is node:
