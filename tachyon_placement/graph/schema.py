@@ -18,6 +18,9 @@ KEYS = (
     ('Trait', 'name', True),
     ('Aggregate', 'uuid', True),
     ('Consumer', 'uuid', True),
+    # GET /usages?project_id= (Nova counts quota usage through it): a
+    # scan of every consumer without it.
+    ('Consumer', 'project_id', False),
     ('ConsumerType', 'name', True),
     ('Meta', 'key', True),
     ('ResourceProvider', 'stamp', False),

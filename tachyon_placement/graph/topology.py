@@ -36,7 +36,10 @@ RETURN host.name AS name, host.generation AS generation,
 """
 
 # Builds the parts of ``host`` from $sockets, $numa_nodes, $devices and
-# links them to each other and to their providers ($host_provider).
+# links them to each other and to their providers (looked up by a value
+# of their own, and $host_provider by coalesce: FalkorDB joined a part's
+# property with a scan of every provider, and scans them all for a null
+# in a property map, see graph/providers.py CREATE).
 _PARTS = """
 CALL {
   WITH host
@@ -96,13 +99,14 @@ CALL {
   WITH host
   MATCH (host)-[:HAS_NUMA_NODE|HAS_DEVICE]->(part)
   WHERE part.provider_uuid IS NOT NULL
-  MATCH (rp:ResourceProvider {uuid: part.provider_uuid})
+  WITH part, part.provider_uuid AS wanted
+  MATCH (rp:ResourceProvider {uuid: wanted})
   CREATE (part)-[:REPRESENTED_BY]->(rp)
   RETURN count(*) AS parts_linked
 }
 CALL {
   WITH host
-  MATCH (rp:ResourceProvider {uuid: $host_provider})
+  MATCH (rp:ResourceProvider {uuid: coalesce($host_provider, '')})
   CREATE (host)-[:REPRESENTED_BY]->(rp)
   RETURN count(*) AS host_linked
 }
@@ -207,7 +211,8 @@ RETURN 'host' AS kind, null AS id, null AS address,
 TREE = Statement('topology_provider_tree', common="""
 MATCH (root:ResourceProvider {name_key: $name_key})
 WHERE root.parent_uuid IS NULL
-MATCH (rp:ResourceProvider {root_uuid: root.uuid})
+WITH root.uuid AS tree
+MATCH (rp:ResourceProvider {root_uuid: tree})
 OPTIONAL MATCH (rp)-[:HAS_TRAIT]->(trait:Trait)
 RETURN rp.uuid AS uuid, rp.name AS name, rp.parent_uuid AS parent_uuid,
        collect(trait.name) AS traits

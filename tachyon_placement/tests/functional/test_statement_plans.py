@@ -1,0 +1,86 @@
+"""FalkorDB plans of the statements that look a provider up by a value
+that may be null (a root's parent) or that another node holds (a host
+part's provider): the index, never a scan of every provider (a null in a
+property map made FalkorDB scan them all, and loading a cloud quadratic;
+a part's property was joined with such a scan on every publication)."""
+import importlib
+import os
+import pkgutil
+import re
+import time
+
+import pytest
+
+from tachyon_placement import graph
+from tachyon_placement.graph import cypher
+from tachyon_placement.graph import falkordb_engine
+from tachyon_placement.graph import providers
+from tachyon_placement.graph import topology
+from tachyon_placement.tests.functional.fixtures import engine as engines
+
+pytestmark = pytest.mark.skipif(
+    engines.NEO4J_URI is not None,
+    reason='FalkorDB plans: Neo4j seeks its index for a null as for any '
+           'value')
+
+
+@pytest.fixture
+def engine():
+    name = 'plans_%d_%d' % (os.getpid(), time.monotonic_ns())
+    found = falkordb_engine.FalkorDBEngine(
+        name, unix_socket_path=engines._embedded_socket())
+    found.ensure_schema()
+    yield found
+    found.drop_graph()
+    found.close()
+
+
+@pytest.mark.parametrize('statement, params', [
+    (providers.CREATE, {'uuid': 'a', 'name': 'a', 'name_key': '<a>',
+                        'parent_uuid': None}),
+    (providers.REPARENT, {'uuid': 'a', 'name': 'a', 'name_key': '<a>',
+                          'parent_uuid': None, 'old_parent_uuid': 'b'}),
+    (topology.CREATE, {'name': 'h', 'host_provider': None, 'sockets': [],
+                       'numa_nodes': [], 'devices': [], 'document': '{}'}),
+    (topology.REPLACE, {'name': 'h', 'host_provider': None, 'sockets': [],
+                        'numa_nodes': [], 'devices': [], 'document': '{}',
+                        'generation': 0}),
+], ids=lambda value: getattr(value, 'name', ''))
+def test_a_null_lookup_asks_the_index(engine, statement, params):
+    plan = str(engine._graph.explain(statement.text('falkordb'), params))
+    assert 'Node By Index Scan' in plan
+    assert 'Label Scan | (parent:ResourceProvider)' not in plan
+    assert 'Label Scan | (rp:ResourceProvider)' not in plan
+
+
+# Statements that read every provider or consumer by design: the copies of
+# the graph the API keeps (whole), the import's checks, the candidate
+# probes of engines without such a copy, a schema backfill.
+SCANS_BY_DESIGN = {
+    'cand_probe_resources', 'cand_probe_traits', 'import_finish',
+    'import_graph_counts', 'import_graph_usages', 'import_marker',
+    'schema_backfill_name_keys', 'snap_all_aggregates',
+    'snap_all_inventories', 'snap_all_providers', 'snap_all_traits'}
+
+
+def test_only_whole_graph_reads_scan_every_provider_or_consumer(engine):
+    # Every registered statement, each parameter a string: any other
+    # statement whose plan scans a label of the cloud's size was a
+    # lookup FalkorDB did not take to an index.
+    for module in pkgutil.iter_modules(graph.__path__):
+        importlib.import_module('tachyon_placement.graph.' + module.name)
+    scanning, planned = set(), 0
+    for name, statement in cypher.all_statements().items():
+        if name.startswith('schema_') and 'backfill' not in name:
+            continue        # index DDL: no plan
+        if name.startswith('test_'):
+            continue        # the tests' own reads (whole graph checks)
+        text = statement.text('falkordb')
+        params = dict.fromkeys(set(re.findall(r'\$(\w+)', text)), 'x')
+        plan = str(engine._graph.explain(text, params))
+        planned += 1
+        if re.search(r'Label Scan \| \(\w*:(ResourceProvider|Consumer)\)',
+                     plan):
+            scanning.add(name)
+    assert planned > 100
+    assert scanning == SCANS_BY_DESIGN
