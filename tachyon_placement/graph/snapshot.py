@@ -429,13 +429,14 @@ class World:
         elif self._basis is not None:
             world._basis = (self._basis[0], self._basis[1] | touched)
         for (rc, amount), roots in list(self._rc_roots.items()):
-            roots = set(roots)
-            for root in touched:
-                if world._has_room(root, rc, amount):
-                    roots.add(root)
-                else:
-                    roots.discard(root)
-            world._rc_roots[(rc, amount)] = frozenset(roots)
+            has_room = {root for root in touched
+                        if world._has_room(root, rc, amount)}
+            if has_room <= roots and roots.isdisjoint(touched - has_room):
+                # Most writes leave every tree on the same side: the very
+                # set (no copy of thousands of roots per write).
+                world._rc_roots[(rc, amount)] = roots
+            else:
+                world._rc_roots[(rc, amount)] = (roots - touched) | has_room
         return world
 
     def touched_since(self, earlier):
