@@ -34,6 +34,16 @@ telemetry_opts = [
     cfg.BoolOpt(
         'verify', default=True,
         help="Verify the TLS certificate of an https URL."),
+    cfg.StrOpt(
+        'numa_free_memory_metric',
+        help="The name of a metric of target numa (/tachyon/metrics) whose "
+             "values are the MiB of memory free on each NUMA node of a "
+             "host, e.g. from node_exporter: node_memory_numa_MemFree / "
+             "1048576. The PCI-NUMA affinity rules then count a NUMA node "
+             "of a host whose provider tree does not model NUMA as having "
+             "room for an instance only when that much is free there (its "
+             "size in the published topology otherwise, or when the values "
+             "are stale)."),
 ]
 
 

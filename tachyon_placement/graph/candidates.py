@@ -177,9 +177,10 @@ class CandidateStore:
             roots, request, staleness_limit, subset_size,
             placement_order=self.order_roots)
 
-    def affinity_refiner(self):
+    def affinity_refiner(self, numa_free_metric=None, staleness_limit=0):
         """As WorldReader.affinity_refiner."""
-        return WorldReader(self.worlds.current()).affinity_refiner()
+        return WorldReader(self.worlds.current()).affinity_refiner(
+            numa_free_metric, staleness_limit)
 
     def option_key(self, request, staleness_limit):
         """As WorldReader.option_key."""
@@ -337,15 +338,21 @@ class WorldReader:
             return None
         return ranked.option_key()
 
-    def affinity_refiner(self):
+    def affinity_refiner(self, numa_free_metric=None, staleness_limit=0):
         """The PCI-NUMA affinity refiner of the operator's rules over the
-        hosts' published topologies (topology/affinity.py), or None when
-        there is no rule."""
+        hosts' published topologies (topology/affinity.py), with the
+        values of ``numa_free_metric`` (MiB free per NUMA node) at most
+        ``staleness_limit`` seconds old; None when there is no rule."""
         world = self.world
         if not world.pci_affinity:
             return None
+        numa_free = None
+        if numa_free_metric:
+            numa_free = world.telemetry.fresh(
+                int(time.time() * 1000), staleness_limit * 1000).get(
+                    numa_free_metric)
         return affinity.Refiner(world.pci_affinity, world.layouts,
-                                world.records)
+                                world.records, numa_free)
 
     def order_roots(self, uuids):
         world = self.world

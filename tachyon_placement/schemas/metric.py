@@ -10,8 +10,12 @@ PUT = {
         'label': {'type': 'string', 'pattern': '^[a-zA-Z_][a-zA-Z0-9_]*$',
                   'maxLength': 255},
         # root: the label is a compute host, a root provider's name;
-        # provider: the label is a provider uuid.
-        'target': {'enum': ['root', 'provider']},
+        # provider: the label is a provider uuid; numa: the label is a
+        # compute host and numa_label the id of one of its NUMA nodes.
+        'target': {'enum': ['root', 'provider', 'numa']},
+        'numa_label': {'type': 'string',
+                       'pattern': '^[a-zA-Z_][a-zA-Z0-9_]*$',
+                       'maxLength': 255},
         'rewrite': {
             'type': 'object',
             'properties': {

@@ -20,12 +20,16 @@ policy) decide, for each candidate whose allocations take such a device:
 The instance's NUMA nodes are those of the providers its VCPU, PCPU and
 MEMORY_MB come from (NUMA providers, ``HW_NUMA_ROOT``, linked to the
 topology's nodes). Room on a NUMA node: its provider's free capacity when
-the tree models NUMA, else the node's size in the topology (Nova's NUMA
-fitting decides the rest). Hosts without a published topology, and
-candidates that take no device a rule names, are left alone. Without
-rules, nothing changes (Placement's candidates, Placement's order).
+the tree models NUMA, else the memory free there by a per-NUMA metric
+(``[telemetry] numa_free_memory_metric``) and the node's CPUs, else the
+node's size in the topology (Nova's NUMA fitting decides the rest).
+Hosts without a published topology, and candidates that take no device a
+rule names, are left alone. Without rules, nothing changes (Placement's
+candidates, Placement's order).
 """
 import dataclasses
+
+from tachyon_placement.telemetry import metrics
 
 REQUIRED = 'required'
 LEGACY = 'legacy'
@@ -116,13 +120,16 @@ class Refiner:
 
     ``layouts``: {root provider uuid: HostLayout}; ``records``: {provider
     uuid: record with ``parent_uuid``, ``traits`` and ``inventories``}
-    (the copy of the graph the search runs on).
+    (the copy of the graph the search runs on); ``numa_free_mb``: {
+    telemetry.metrics.numa_key(root, node id): MiB free on that NUMA
+    node}, fresh values of the per-NUMA metric if any.
     """
 
-    def __init__(self, rules, layouts, records):
+    def __init__(self, rules, layouts, records, numa_free_mb=None):
         self.rules = tuple(rules)
         self.layouts = layouts
         self.records = records
+        self.numa_free_mb = numa_free_mb or {}
         self.ranks = any(rule.policy == PREFERRED for rule in self.rules)
 
     def _numa_of(self, layout, uuid):
@@ -134,7 +141,7 @@ class Refiner:
             uuid = record.parent_uuid if record is not None else None
         return None
 
-    def _room(self, layout, node_id, cpus, memory):
+    def _room(self, layout, root, node_id, cpus, memory):
         provider = next((uuid for uuid, n in layout.numa_providers.items()
                          if n == node_id), None)
         record = self.records.get(provider) if provider else None
@@ -144,7 +151,10 @@ class Refiner:
             cpu_free = sum(free.get(rc, 0) for rc in CPU_CLASSES)
             return (free.get(MEMORY_CLASS, 0) >= memory
                     and cpu_free >= cpus)
-        return (layout.numa_memory_mb.get(node_id, 0) >= memory
+        free_mb = self.numa_free_mb.get(metrics.numa_key(root, node_id))
+        if free_mb is None:
+            free_mb = layout.numa_memory_mb.get(node_id, 0)
+        return (free_mb >= memory
                 and layout.numa_cpus.get(node_id, 0) >= cpus)
 
     def _verdicts(self, request):
@@ -180,7 +190,8 @@ class Refiner:
             # The compute node's own CPUs and memory: any NUMA node with
             # room could take the instance.
             instance_nodes = {node for node in layout.numa_socket
-                              if self._room(layout, node, cpus, memory)}
+                              if self._room(layout, request.anchor, node,
+                                            cpus, memory)}
         sockets = {layout.numa_socket.get(node) for node in instance_nodes}
         verdicts = []
         for uuid, policy in devices:

@@ -234,7 +234,8 @@ def find(req, groups, wide):
     option_key = reader.option_key(summary, staleness)
     return domain.find_candidates(
         snapshot, groups, wide,
-        _settings(req, option_key, reader.affinity_refiner()),
+        _settings(req, option_key, reader.affinity_refiner(
+            req.conf.telemetry.numa_free_memory_metric, staleness)),
         in_tree_roots=in_tree_roots, anchors=anchors, load=load)
 
 

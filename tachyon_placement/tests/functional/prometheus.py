@@ -67,6 +67,7 @@ class Exporter:
             'host_cpu_utilisation', 'CPU utilisation of a host, percent',
             ['instance'], registry=self.registry)
         self.numa_free = None
+        self.numa_node_free = None
         self.port = served.free_port()
         self.server, self.thread = prometheus_client.start_http_server(
             self.port, addr='127.0.0.1', registry=self.registry)
@@ -83,6 +84,17 @@ class Exporter:
                 'numa_free_megabytes', 'Free memory of a NUMA node',
                 ['provider'], registry=self.registry)
         self.numa_free.labels(provider=provider_uuid).set(megabytes)
+
+    def set_numa_node_free(self, host, node, megabytes):
+        """Free memory of NUMA node ``node`` of ``host``, as
+        node_exporter's node_memory_numa_MemFree (bytes) divided into
+        MiB by a recording rule: by instance and node labels."""
+        if self.numa_node_free is None:
+            self.numa_node_free = prometheus_client.Gauge(
+                'node_numa_free_megabytes', 'Free memory per NUMA node',
+                ['instance', 'node'], registry=self.registry)
+        self.numa_node_free.labels(instance='%s:9100' % host,
+                                   node=str(node)).set(megabytes)
 
     def stop(self):
         self.server.shutdown()

@@ -294,3 +294,75 @@ def test_numa_metrics_choose_the_numa_node_within_a_host(api, exporter):
     while first_numa() != numa and time.monotonic() < deadline:
         time.sleep(0.2)
     assert first_numa() == numa
+
+
+def test_per_numa_free_memory_is_the_room_of_a_flat_hosts_nodes(
+        tmp_path, prom, exporter):
+    """A flat host (CPUs and memory on the compute node) with a GPU on
+    each of its two NUMA nodes, a rule requiring the GPU on the
+    instance's node: by the nodes' sizes both GPUs are offered; with
+    node_exporter-style free memory per NUMA node (a metric of target
+    numa, [telemetry] numa_free_memory_metric) only the GPU on the node
+    with room, and it follows the values."""
+    served_api = served.ServedPlacement(
+        tmp_path / 'api', extra_conf=(
+            '[telemetry]\nurl = %s\nrefresh_interval = %d\n'
+            'staleness_limit = %d\nquery_timeout = 2\n'
+            'numa_free_memory_metric = numa_node_free\n'
+            % (prom.url, REFRESH, STALENESS))).start()
+    try:
+        api = served_api
+        root = 'dddddddd-0000-4000-8000-000000000000'
+        gpus = ['dddddddd-0000-4000-8000-00000000000%d' % n for n in (1, 2)]
+        _ok(api.request('PUT', '/resource_classes/CUSTOM_GPU'))
+        _ok(api.request('POST', '/resource_providers',
+                        {'name': 'flat-host', 'uuid': root}))
+        _ok(api.request('PUT', '/resource_providers/%s/inventories' % root,
+                        {'resource_provider_generation': 0, 'inventories': {
+                            'VCPU': {'total': 16},
+                            'MEMORY_MB': {'total': 32768}}}))
+        for number, uuid in enumerate(gpus):
+            _ok(api.request('POST', '/resource_providers', {
+                'name': 'flat-host_0000:0%d:00.0' % (number + 1),
+                'uuid': uuid, 'parent_provider_uuid': root}))
+            _ok(api.request(
+                'PUT', '/resource_providers/%s/inventories' % uuid,
+                {'resource_provider_generation': 0,
+                 'inventories': {'CUSTOM_GPU': {'total': 1}}}))
+        _ok(_tachyon(api, 'PUT', '/tachyon/topology/hosts/flat-host', {
+            'sockets': [{'id': 0}],
+            'numa_nodes': [
+                {'id': n, 'socket': 0, 'cpus': list(range(8 * n, 8 * n + 8)),
+                 'memory_mb': 16384} for n in (0, 1)],
+            'pci_devices': [
+                {'address': '0000:0%d:00.0' % (n + 1), 'vendor_id': '10de',
+                 'product_id': '1eb8', 'class': '030200', 'numa_node': n}
+                for n in (0, 1)]}))
+        _ok(_tachyon(api, 'PUT', '/tachyon/pci_affinity/gpus',
+                     {'resource_class': 'CUSTOM_GPU', 'policy': 'required'}))
+
+        def offered():
+            body = _ok(api.request(
+                'GET', '/allocation_candidates?resources=VCPU:2,'
+                'MEMORY_MB:8192&resources1=CUSTOM_GPU:1&group_policy=none'))
+            return sorted(item['mappings']['1'][0]
+                          for item in body['allocation_requests'])
+
+        def wait_for(wanted, timeout=30):
+            deadline = time.monotonic() + timeout
+            while offered() != wanted and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert offered() == wanted
+
+        assert offered() == gpus        # both nodes big enough
+        exporter.set_numa_node_free('flat-host', 0, 1024)
+        exporter.set_numa_node_free('flat-host', 1, 12000)
+        _ok(_tachyon(api, 'PUT', '/tachyon/metrics/numa_node_free', {
+            'query': 'node_numa_free_megabytes', 'target': 'numa',
+            'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''}}))
+        wait_for([gpus[1]])
+        exporter.set_numa_node_free('flat-host', 0, 15000)
+        exporter.set_numa_node_free('flat-host', 1, 100)
+        wait_for([gpus[0]])
+    finally:
+        served_api.stop()

@@ -37,3 +37,26 @@ def test_documents_round_trip():
     metric = metrics.Metric.from_document('up', document, generation=2)
     assert metric.as_document() == dict(document, name='up', generation=2)
     assert metric.key_of({'fqdn': 'host-b.example.org'}) == 'host-b'
+
+
+def test_numa_nodes_of_hosts_by_two_labels():
+    # node_exporter's node_memory_numa_MemFree{instance, node}, in MiB.
+    free = metrics.Metric.from_document('numa_node_free', {
+        'query': 'node_memory_numa_MemFree / 1048576', 'target': 'numa',
+        'rewrite': {'pattern': ':[0-9]+$'}})
+    found = free.values([series('100', instance='host-a:9100', node='0'),
+                         series('200', instance='host-a:9100', node='1'),
+                         series('300', instance='host-b.example.org:9100',
+                                node='0'),
+                         series('1', instance='host-a:9100'),
+                         series('1', instance='host-a:9100', node='x'),
+                         series('1', instance='unknown:9100', node='0')],
+                        ROOTS, PROVIDERS)
+    assert found == {metrics.numa_key('uuid-a', 0): 100.0,
+                     metrics.numa_key('uuid-a', 1): 200.0,
+                     metrics.numa_key('uuid-b', 0): 300.0}
+    assert free.as_document()['numa_label'] == 'node'
+    other = metrics.Metric.from_document('x', dict(
+        free.stored(), numa_label='numa'))
+    assert other.values([series('5', instance='host-a', numa='3')], ROOTS,
+                        PROVIDERS) == {metrics.numa_key('uuid-a', 3): 5.0}

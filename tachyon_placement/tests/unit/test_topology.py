@@ -3,6 +3,7 @@ sysfs trees of real server layouts the tests ship
 (tests/fixtures/sysfs, written by tools/make-sysfs-fixtures), the
 document's checks, and how parts link to Nova's providers."""
 import os
+import types
 
 import pytest
 
@@ -198,3 +199,46 @@ def test_a_provider_whose_devices_sit_on_two_nodes_has_no_node():
     assert layout.device_numa == {'shared': None, 'own': 1}
     assert layout.numa_providers == {'n0': 0, 'n1': 1}
     assert layout.numa_cpus == {0: 1, 1: 1}
+
+
+def test_a_per_numa_metric_tells_the_room_of_a_flat_hosts_nodes():
+    from tachyon_placement.domain import candidates as domain
+    from tachyon_placement.telemetry import metrics
+    from tachyon_placement.topology import affinity
+    # A flat host (CPUs and memory on the root) with a GPU on each of two
+    # NUMA nodes of 16 GiB; a rule requires the GPU on the instance's
+    # node.
+    doc = _doc(numa_nodes=[
+        {'id': 0, 'socket': 0, 'cpus': [0, 1, 2, 3], 'memory_mb': 16384},
+        {'id': 1, 'socket': 0, 'cpus': [4, 5, 6, 7], 'memory_mb': 16384}],
+        pci_devices=[
+            {'address': '0000:01:00.0', 'vendor_id': 'a', 'product_id': 'b',
+             'class': '030000', 'numa_node': 0},
+            {'address': '0000:02:00.0', 'vendor_id': 'a', 'product_id': 'b',
+             'class': '030000', 'numa_node': 1}])
+    layout = affinity.HostLayout.from_topology(doc, links.Links(
+        'root', {}, {'0000:01:00.0': 'gpu0', '0000:02:00.0': 'gpu1'}))
+    records = {uuid: types.SimpleNamespace(
+        parent_uuid=None if uuid == 'root' else 'root', traits=frozenset(),
+        inventories={}) for uuid in ('root', 'gpu0', 'gpu1')}
+    rule = affinity.Rule('gpus', affinity.REQUIRED, resource_class='GPU')
+
+    def request(gpu):
+        return domain.AllocationRequest(
+            anchor='root', allocations={
+                'root': {'VCPU': 2, 'MEMORY_MB': 8192}, gpu: {'GPU': 1}},
+            mappings={})
+
+    # By the nodes' sizes both have room: both candidates stay.
+    sized = affinity.Refiner([rule], {'root': layout}, records)
+    assert sized.accept(request('gpu0')) and sized.accept(request('gpu1'))
+    # Node 0 has 1 GiB free: only the GPU on node 1.
+    measured = affinity.Refiner([rule], {'root': layout}, records, {
+        metrics.numa_key('root', 0): 1024.0,
+        metrics.numa_key('root', 1): 12000.0})
+    assert not measured.accept(request('gpu0'))
+    assert measured.accept(request('gpu1'))
+    # Values of another host change nothing here.
+    other = affinity.Refiner([rule], {'root': layout}, records, {
+        metrics.numa_key('elsewhere', 0): 0.0})
+    assert other.accept(request('gpu0'))
