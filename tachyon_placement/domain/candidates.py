@@ -386,7 +386,12 @@ def _signature(slot):
                   slot.tree_root if slot.resources else None]
     elif group.in_tree is not None:
         parts.append(slot.tree_root)
-    text = repr(parts)
+    return _interned(repr(parts))
+
+
+def _interned(text):
+    """The one string object equal to ``text`` (of the last few thousand
+    asked for)."""
     found = _SIGNATURES.get(text)
     if found is None:
         if len(_SIGNATURES) >= 4096:
@@ -893,13 +898,7 @@ def _search_key(slots, plan, wide, settings):
          plan.granular),
         sorted(wide.root_required or ()), sorted(wide.root_forbidden or ()),
         token]
-    text = repr(parts)
-    found = _SIGNATURES.get(text)
-    if found is None:
-        if len(_SIGNATURES) >= 4096:
-            _SIGNATURES.clear()
-        found = _SIGNATURES.setdefault(text, text)
-    return found
+    return _interned(repr(parts))
 
 
 def _mark_free(slots, plan):

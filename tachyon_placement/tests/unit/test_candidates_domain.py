@@ -791,20 +791,26 @@ def test_search_matches_brute_force(seed):
     assert set(got) == expected
 
 
-def compare_free_slots(seed, monkeypatch):
-    """Search a random request with and without the replay of free slots
-    and the product of independent ones; which of the two it used."""
-    rng = random.Random(seed)
-    cloud = random_cloud(rng)
+def random_request(rng, limit):
+    """(groups, wide) of a random request; a resourceless group in a
+    same_subtree; ``limit`` or none."""
     groups = random_groups(rng)
     suffixes = [g.suffix for g in groups if g.suffix]
     subtrees = []
     resourceless = {g.suffix for g in groups if not g.resources}
     if resourceless:
         subtrees.append(resourceless | set(suffixes[:1]))
-    wide = domain.RequestWide(group_policy=rng.choice(['none', 'isolate']),
-                              same_subtrees=subtrees,
-                              limit=rng.choice([None, None, 4]))
+    return groups, domain.RequestWide(
+        group_policy=rng.choice(['none', 'isolate']), same_subtrees=subtrees,
+        limit=rng.choice([None, None, limit]))
+
+
+def compare_free_slots(seed, monkeypatch):
+    """Search a random request with and without the replay of free slots
+    and the product of independent ones; which of the two it used."""
+    rng = random.Random(seed)
+    cloud = random_cloud(rng)
+    groups, wide = random_request(rng, limit=4)
 
     def ordered():
         result = domain.find_candidates(cloud.snapshot(), groups, wide)
@@ -863,17 +869,7 @@ def compare_remembered(seed, monkeypatch):
     of two equal requests."""
     rng = random.Random(seed)
     cloud = random_cloud(rng)
-    requests = []
-    for _request in range(3):
-        groups = random_groups(rng)
-        suffixes = [g.suffix for g in groups if g.suffix]
-        subtrees = []
-        resourceless = {g.suffix for g in groups if not g.resources}
-        if resourceless:
-            subtrees.append(resourceless | set(suffixes[:1]))
-        requests.append((groups, domain.RequestWide(
-            group_policy=rng.choice(['none', 'isolate']),
-            same_subtrees=subtrees, limit=rng.choice([None, None, 2]))))
+    requests = [random_request(rng, limit=2) for _request in range(3)]
     searched = []
     run = domain._AnchorSearch.run
 
