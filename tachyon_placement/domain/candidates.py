@@ -127,13 +127,16 @@ def int_capacity(inventory):
                * inventory.allocation_ratio)
 
 
+_SERIALS = itertools.count()
+
+
 class ProviderNode:
     """A provider as the search sees it (``Snapshot`` fills in the rest)."""
 
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
                  'sym_class', 'anchors', 'room', 'fit_memo', 'found_memo',
-                 '_summary', 'encoded')
+                 '_summary', 'encoded', 'serial')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -157,9 +160,13 @@ class ProviderNode:
         # {slot signature: does it fit}: the node never changes, so this
         # holds across requests.
         self.fit_memo = None
-        # {search key: the allocation requests anchored here}, on roots
+        # {search key: (serials of the sharing providers reaching it, the
+        # allocation requests anchored here)}, on roots
         # (see find_candidates): they never change either.
         self.found_memo = None
+        # Unique for the process's life: names this node in other nodes'
+        # memos without a reference (no cycle among frozen nodes).
+        self.serial = next(_SERIALS)
         # {render shape: its summary as JSON}, for the API's renderer.
         self.encoded = None
         # (resources, traits) of its ProviderSummary (see summarize).
@@ -208,10 +215,11 @@ class Snapshot:
         of them among the trees kept).
 
         The trees kept are taken as they are (shared, never touched
-        again: they must hold no sharing provider, whose anchors depend
-        on ``mates``).
+        again): a kept sharing provider's anchors, set from the mates it
+        had, must still be right (drop its tree when its reach changed).
         """
-        snapshot = cls(mates=mates)
+        snapshot = cls.__new__(cls)
+        snapshot._mates = mates
         # Copies of the earlier indexes less the trees not taken: under a
         # stream of writes a new snapshot is made per write that a
         # candidate request sees.  Re-indexing every kept node in Python
@@ -222,6 +230,14 @@ class Snapshot:
         snapshot.by_uuid = earlier.by_uuid.copy()
         snapshot.trees = earlier.trees.copy()
         snapshot.tree_classes = earlier.tree_classes.copy()
+        snapshot.sharing_nodes = [node for node in earlier.sharing_nodes
+                                  if node.root_uuid not in dropped]
+        # Which sharing providers reach which roots: the same unless one
+        # went or came (add forgets it then).
+        snapshot._reaching = (
+            earlier._reaching
+            if len(snapshot.sharing_nodes) == len(earlier.sharing_nodes)
+            else None)
         for root in dropped:
             for node in snapshot.trees.pop(root, ()):
                 if snapshot.by_uuid.get(node.uuid) is node:
@@ -241,10 +257,10 @@ class Snapshot:
             touched.add(node.root_uuid)
             if node.sharing:
                 self.sharing_nodes.append(node)
+                self._reaching = None
                 if self._mates is not None:
                     node.anchors = node.anchors.union(
                         self._mates.get(node.uuid, ()))
-        self._reaching = None
         for root in touched:
             tree = self.trees[root]
             tree.sort(key=lambda node: (node.seq, node.uuid))
@@ -853,10 +869,12 @@ class _Batches:
         self.size = self.first
 
     def cut(self, items):
-        start = 0
-        while start < len(items):
-            batch = items[start:start + self.size]
-            start += len(batch)
+        """Batches of ``items`` (any iterable, drawn as the search goes)."""
+        items = iter(items)
+        while True:
+            batch = list(itertools.islice(items, self.size))
+            if not batch:
+                return
             yield batch
             self.size = self._next_size()
 
@@ -901,6 +919,10 @@ def _search_key(slots, plan, wide, settings):
     return _interned(repr(parts))
 
 
+def _serials(nodes):
+    return tuple([node.serial for node in nodes])
+
+
 def _mark_free(slots, plan):
     """Flag the slots whose choice constrains no other slot."""
     for slot in slots:
@@ -915,7 +937,8 @@ def find_candidates(snapshot, groups, wide, settings=None,
     """Allocation candidates for ``groups`` (request order).
 
     ``snapshot``: the trees loaded so far.  ``anchors``: the roots a
-    candidate may be anchored at, in the order to visit them (default: every
+    candidate may be anchored at, in the order to visit them (an iterable,
+    drawn from as the search goes; default: every
     root of the snapshot, oldest first); roots not loaded yet are loaded
     with ``load(roots) -> [ProviderNode]`` as the search reaches them (whole
     trees; the sharing providers that reach them must be in the snapshot
@@ -936,8 +959,9 @@ def find_candidates(snapshot, groups, wide, settings=None,
     if anchors is None:
         ordered = sorted(snapshot.trees, key=snapshot.root_key)
     else:
-        ordered = list(anchors)
+        ordered = anchors
     if rng is not None:
+        ordered = list(ordered)
         rng.shuffle(ordered)
 
     slots_by_suffix = collections.defaultdict(list)
@@ -1013,10 +1037,12 @@ def find_candidates(snapshot, groups, wide, settings=None,
                     continue
                 if memo_key is not None and anchor_node.found_memo:
                     found = anchor_node.found_memo.get(memo_key)
-                    # A sharing provider may reach the tree since (an
-                    # aggregate it joined): then it is searched again.
-                    if found is not None and not snapshot.reaching(anchor):
-                        yield anchor_node, found
+                    # Remembered with the very sharing providers that
+                    # reached the tree then: one that changed, came or
+                    # went since makes it searched again.
+                    if found is not None and found[0] == _serials(
+                            snapshot.reaching(anchor)):
+                        yield anchor_node, found[1]
                         continue
                 options = {}
                 for slot in slots:
@@ -1040,8 +1066,8 @@ def find_candidates(snapshot, groups, wide, settings=None,
 
     def stream(anchor_node, search):
         """(anchor, request, made of sharing providers alone) of each
-        candidate anchored at ``anchor_node``, remembered on it when they
-        were all asked for and depend on its tree alone."""
+        candidate anchored at ``anchor_node``, remembered on it (with the
+        sharing providers reaching it) when they were all asked for."""
         if isinstance(search, tuple):
             yield from search
             return
@@ -1057,14 +1083,14 @@ def find_candidates(snapshot, groups, wide, settings=None,
                                         for node in assignment))
             found.append(item)
             yield item
-        if (memo_key is not None and len(found) <= _FOUND_MEMO_MAX
-                and not snapshot.reaching(anchor)):
+        if memo_key is not None and len(found) <= _FOUND_MEMO_MAX:
             memo = anchor_node.found_memo
             if memo is None:
                 memo = anchor_node.found_memo = {}
             elif len(memo) >= _FIT_MEMO_SIZE:
                 memo.clear()
-            memo[memo_key] = tuple(found)
+            memo[memo_key] = (_serials(snapshot.reaching(anchor)),
+                              tuple(found))
 
     if interleave:
         produced = _roundrobin(stream(*found) for found in searches())
@@ -1257,9 +1283,11 @@ def group_anchors(probes, results):
     return bounds
 
 
-def candidate_roots(probes, results):
-    """The anchors every probed group allows, or None when no probe ran."""
-    bounds = group_anchors(probes, results)
+def candidate_roots(probes, results, bounds=None):
+    """The anchors every probed group allows, or None when no probe ran
+    (``bounds``: group_anchors(probes, results) if already made)."""
+    if bounds is None:
+        bounds = group_anchors(probes, results)
     if not bounds:
         return None
     return functools.reduce(operator.and_, bounds.values())
@@ -1282,8 +1310,9 @@ class UnknownTrait(Exception):
 
 
 def check_request(groups, wide, unknown_classes, unknown_traits,
-                  in_tree_roots, probes, results):
-    """Raise what Placement raises first; False when it would find nothing.
+                  in_tree_roots, probes, results, bounds=None):
+    """Raise what Placement raises first; False when it would find nothing
+    (``bounds``: group_anchors(probes, results) if already made).
 
     Placement validates names while it searches, group after group, and
     stops at the first group without candidates: a later group's unknown
@@ -1296,7 +1325,8 @@ def check_request(groups, wide, unknown_classes, unknown_traits,
     for name in sorted(wide.root_forbidden or ()):
         if name in unknown_traits:
             raise UnknownTrait(name)
-    bounds = group_anchors(probes, results)
+    if bounds is None:
+        bounds = group_anchors(probes, results)
     if wide.root_required and not bounds.get(None):
         return False
     by_group = collections.defaultdict(list)

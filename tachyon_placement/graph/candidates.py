@@ -267,6 +267,8 @@ def _mates(sharing):
 # the search's snapshot of every tree.
 _SHARING_BY_WORLD = weakref.WeakKeyDictionary()
 _SNAPSHOT_BY_WORLD = weakref.WeakKeyDictionary()
+# The sharing providers (sharing_providers()) each snapshot was built with.
+_SHARING_OF_SNAPSHOT = weakref.WeakKeyDictionary()
 _SNAPSHOT_LOCK = threading.Lock()
 # The (world, snapshot) built last: the next one reuses its unchanged trees.
 _LAST_SNAPSHOT = [None]
@@ -315,7 +317,9 @@ class WorldReader:
         """``roots`` in the order the search visits them: best first for
         the weighers that apply to ``request`` (ties in Placement's order,
         the best ``subset_size`` shuffled), else Placement's order
-        (``placement_order``, by default order_roots)."""
+        (``placement_order``, by default order_roots).  An iterable: drawn
+        from lazily when it filters the order of every root, as a limited
+        search only visits the first few thousand."""
         placement_order = placement_order or self.order_roots
         ranked = self._ranking(request, staleness_limit)
         if ranked is None:
@@ -324,8 +328,8 @@ class WorldReader:
         wanted = roots if isinstance(roots, (set, frozenset)) else set(roots)
         if len(wanted) * 16 >= len(world.roots):
             # Most roots: filter the ranking's own order of all of them.
-            ordered = list(filter(wanted.__contains__,
-                                  ranked.best_first(world.root_uuids)))
+            ordered = filter(wanted.__contains__,
+                             ranked.best_first(world.root_uuids))
         else:
             ordered = ranked.order(placement_order(wanted))
         return ranking.spread(ordered, subset_size, random)
@@ -359,7 +363,8 @@ class WorldReader:
         wanted = (uuids if isinstance(uuids, (set, frozenset))
                   else set(uuids))
         if len(wanted) * 16 >= len(world.roots):
-            return list(filter(wanted.__contains__, world.root_uuids))
+            # Lazily: see weighed.
+            return filter(wanted.__contains__, world.root_uuids)
         records = world.records
         roots = [records[uuid] for uuid in wanted if uuid in records
                  and records[uuid].parent_uuid is None]
@@ -426,19 +431,23 @@ class WorldReader:
 
         A tree that the World the last snapshot was built from had already
         (the very list: World.evolve shares untouched trees) keeps that
-        snapshot's nodes; trees with a sharing provider are always rebuilt,
-        its reach depending on other trees.  Which trees changed since is
-        what the World knows of its last few versions (touched_since), or
-        else found by comparing every tree.
+        snapshot's nodes; a tree with a sharing provider is rebuilt too
+        when that provider's reach changed (it depends on other trees).
+        Which trees changed since is what the World knows of its last few
+        versions (touched_since), or else found by comparing every tree.
         """
         world = self.world
         trees = world.trees
-        sharing_roots = {root for root, _reach in sharing.values()}
         last = _LAST_SNAPSHOT[0]
         if last is None:
             last_world, last_snapshot = None, domain.Snapshot()
         else:
             last_world, last_snapshot = last
+        last_sharing = _SHARING_OF_SNAPSHOT.get(last_snapshot, {})
+        sharing_roots = {root for uuid, (root, reach) in sharing.items()
+                         if last_sharing.get(uuid) != (root, reach)}
+        sharing_roots.update(root for uuid, (root, _reach)
+                             in last_sharing.items() if uuid not in sharing)
         touched = (world.touched_since(last_world)
                    if last_world is not None else None)
         if touched is not None:
@@ -455,6 +464,7 @@ class WorldReader:
         fresh = self.candidate_trees(fresh_roots)
         snapshot = domain.Snapshot.extend(last_snapshot, dropped, fresh,
                                           mates=_mates(sharing))
+        _SHARING_OF_SNAPSHOT[snapshot] = sharing
         # Once the snapshot is whole: its indexes, made after the nodes,
         # are as long-lived as they are (left in the collector's sight, a
         # full collection walked them every few candidate requests).

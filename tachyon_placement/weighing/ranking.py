@@ -12,6 +12,7 @@ and weigher set) serves every request: with one weigher the order is the
 same either way.
 """
 import bisect
+import itertools
 
 from tachyon_placement.weighing import model
 from tachyon_placement.weighing import scorers
@@ -303,12 +304,18 @@ def applicable(weighers, request):
 def spread(ordered, subset_size, rng):
     """``ordered`` with its first ``subset_size`` entries shuffled (Nova's
     host_subset_size): concurrent schedulers then spread their claims
-    over the best hosts instead of all racing for the first."""
-    if subset_size <= 1 or len(ordered) < 2:
+    over the best hosts instead of all racing for the first.  A list
+    gives a list; an iterator stays one (the rest is not drawn)."""
+    if subset_size <= 1:
         return ordered
-    head = list(ordered[:subset_size])
+    if isinstance(ordered, list):
+        head = ordered[:subset_size]
+        rng.shuffle(head)
+        return head + ordered[subset_size:]
+    rest = iter(ordered)
+    head = list(itertools.islice(rest, subset_size))
     rng.shuffle(head)
-    return head + list(ordered[subset_size:])
+    return itertools.chain(head, rest)
 
 
 def _provider_score_key(provider_scores):

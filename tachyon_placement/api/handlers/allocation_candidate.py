@@ -211,17 +211,19 @@ def find(req, groups, wide):
         rows.update(reader.run_probes(resource_probes, sharing,
                                       roots=bound))
 
+    # What each group's probes allow: checked, then intersected.
+    bounds = domain.group_anchors(probes, rows)
     try:
         viable = domain.check_request(groups, wide, unknown_classes,
                                       unknown_traits, in_tree_roots,
-                                      probes, rows)
+                                      probes, rows, bounds)
     except domain.UnknownResourceClass as exc:
         raise errors.BadRequest(
             'Invalid resource class in resources parameter: No such '
             'resource class %s.' % exc.name)
     except domain.UnknownTrait as exc:
         raise errors.BadRequest('No such trait(s): %s.' % exc.name)
-    roots = domain.candidate_roots(probes, rows) if viable else None
+    roots = domain.candidate_roots(probes, rows, bounds) if viable else None
     if not roots:
         return domain.empty()
     # Visit the roots oldest first (Placement's order), or best first
