@@ -348,18 +348,22 @@ class AllocationRequest:
     allocations: dict
     # {suffix: [rp_uuid, ...]}, in request group order
     mappings: dict
+    # The roots of the providers in ``allocations`` (for the summaries).
+    roots: frozenset = dataclasses.field(default=frozenset(), compare=False,
+                                         repr=False)
     # {render shape: the request as JSON}, for the API's renderer (a
     # request is remembered and shared by later searches: never changed).
     encoded: dict = dataclasses.field(default=None, compare=False,
                                       repr=False)
 
 
-@dataclasses.dataclass
-class ProviderSummary:
-    provider: ProviderNode
-    # {resource_class: {'capacity': int, 'used': int}}
-    resources: dict
-    traits: list
+class ProviderSummary(collections.namedtuple(
+        'ProviderSummary', 'provider resources traits')):
+    """``provider``: the ProviderNode; ``resources``: {resource_class:
+    {'capacity': int, 'used': int}}; ``traits``: [name].  A tuple: a
+    candidate document holds a thousand, made per request (a dataclass's
+    __init__ was a tenth of a scheduling loop's request)."""
+    __slots__ = ()
 
 
 @dataclasses.dataclass
@@ -831,17 +835,19 @@ def _roundrobin(iterables):
 def _materialize(slots, anchor, assignment):
     allocations = {}
     mappings = {}
+    roots = set()
     for slot in slots:
         node = assignment[slot.index]
         if slot.resources:
             amounts = allocations.setdefault(node.uuid, {})
             for rc, amount in slot.resources:
                 amounts[rc] = amounts.get(rc, 0) + amount
+            roots.add(node.root_uuid)
         mapped = mappings.setdefault(slot.suffix, [])
         if node.uuid not in mapped:
             mapped.append(node.uuid)
     return AllocationRequest(anchor=anchor, allocations=allocations,
-                             mappings=mappings)
+                             mappings=mappings, roots=frozenset(roots))
 
 
 def _identity(request):
@@ -1162,8 +1168,7 @@ def _nested(snapshot, request):
 
 
 def _summaries(snapshot, results, everything, nested_aware):
-    roots = {snapshot.by_uuid[rp].root_uuid
-             for request in results for rp in request.allocations}
+    roots = set().union(*[request.roots for request in results])
     used = None
     if not nested_aware:
         used = {rp for request in everything for rp in request.allocations}

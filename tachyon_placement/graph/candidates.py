@@ -20,6 +20,7 @@ Probes and ``ROOTS`` answer with one row of lists and ``TREES`` with one
 string per inventory: decoding many small values costs far more than the
 queries themselves.  The search is ``domain.candidates``.
 """
+import operator
 import random
 import threading
 import time
@@ -267,6 +268,9 @@ def _mates(sharing):
 # the search's snapshot of every tree.
 _SHARING_BY_WORLD = weakref.WeakKeyDictionary()
 _SNAPSHOT_BY_WORLD = weakref.WeakKeyDictionary()
+# {sharing provider uuid: (its record, the member lists of its
+# aggregates, its sharing_providers() entry)} of the last World asked.
+_SHARING_REACH = {}
 # The sharing providers (sharing_providers()) each snapshot was built with.
 _SHARING_OF_SNAPSHOT = weakref.WeakKeyDictionary()
 _SNAPSHOT_LOCK = threading.Lock()
@@ -285,12 +289,27 @@ class WorldReader:
         found = _SHARING_BY_WORLD.get(world)
         if found is None:
             found = {}
+            reached = {}
             for record in world.by_trait.get(domain.SHARING_TRAIT, ()):
-                reach = {record.root_uuid}
-                for agg in record.aggregates:
-                    reach.update(mate.root_uuid
-                                 for mate in world.by_aggregate[agg])
-                found[record.uuid] = (record.root_uuid, frozenset(reach))
+                members = tuple([world.by_aggregate[agg]
+                                 for agg in sorted(record.aggregates)])
+                # The very record and member lists as in an earlier copy
+                # of the graph (evolve shares what a write left alone):
+                # the same reach, not gathered again from every member.
+                earlier = _SHARING_REACH.get(record.uuid)
+                if (earlier is not None and earlier[0] is record
+                        and len(earlier[1]) == len(members)
+                        and all(map(operator.is_, earlier[1], members))):
+                    entry = earlier[2]
+                else:
+                    reach = {record.root_uuid}
+                    for listed in members:
+                        reach.update(mate.root_uuid for mate in listed)
+                    entry = (record.root_uuid, frozenset(reach))
+                found[record.uuid] = entry
+                reached[record.uuid] = (record, members, entry)
+            _SHARING_REACH.clear()
+            _SHARING_REACH.update(reached)
             _SHARING_BY_WORLD[world] = found
         return found
 
