@@ -366,6 +366,11 @@ class ProviderSummary(collections.namedtuple(
     __slots__ = ()
 
 
+# ProviderSummary((node, resources, traits)) made in C: a namedtuple's
+# keyword __new__ is a Python function (a thousand calls per document).
+_new_summary = functools.partial(tuple.__new__, ProviderSummary)
+
+
 @dataclasses.dataclass
 class Candidates:
     allocation_requests: list
@@ -1185,8 +1190,7 @@ def summarize(node):
     changes; the summary, which refers to the node, anew)."""
     if node._summary is None:
         node._summary = _summarize(node)
-    resources, traits = node._summary
-    return ProviderSummary(provider=node, resources=resources, traits=traits)
+    return _new_summary((node,) + node._summary)
 
 
 def _summarize(node):
@@ -1232,6 +1236,38 @@ class Probe:
                 'roots_only': self.roots_only}
 
 
+class IdentityMemo:
+    """Results of functions of immutable values (frozensets, tuples), by
+    the identity of the arguments, which it holds (so their ids are not
+    reused).  The sets a request intersects (the roots with room for a
+    class, kept per copy of the graph and carried to the next while they
+    do not change) are mostly the very same from request to request: ten
+    thousand roots intersected anew each time was a twentieth of a
+    scheduling loop's request."""
+
+    def __init__(self, size=32):
+        # Small: an entry may hold sets of every root of the cloud.
+        self._found = {}
+        self._size = size
+
+    def __call__(self, function, *arguments):
+        key = (function,) + tuple(map(id, arguments))
+        found = self._found.get(key)
+        if found is None:
+            if len(self._found) >= self._size:
+                self._found.clear()
+            found = self._found[key] = (arguments, function(*arguments))
+        return found[1]
+
+
+# Intersections and unions of frozensets of roots (see IdentityMemo).
+SET_OPERATIONS = IdentityMemo()
+
+
+def _frozen(*values):
+    return all(type(value) is frozenset for value in values)
+
+
 @dataclasses.dataclass(frozen=True)
 class ProbeResult:
     """What a probe matched: the roots of the matching providers, the
@@ -1243,7 +1279,11 @@ class ProbeResult:
 
     @property
     def anchors(self):
-        return self.roots | self.reach if self.reach else self.roots
+        if not self.reach:
+            return self.roots
+        if _frozen(self.roots, self.reach):
+            return SET_OPERATIONS(operator.or_, self.roots, self.reach)
+        return self.roots | self.reach
 
 
 def plan_probes(groups, wide, in_tree_roots=None):
@@ -1282,7 +1322,8 @@ def group_anchors(probes, results):
             # New sets, never in place: the probes' own sets (kept per
             # copy of the graph) are not copied (a request at 10,000 hosts
             # made a dozen copies of 10,000 roots).
-            bounds[probe.group] = bounds[probe.group] & anchors
+            bounds[probe.group] = _intersection(bounds[probe.group],
+                                                anchors)
         else:
             bounds[probe.group] = anchors
     return bounds
@@ -1295,7 +1336,13 @@ def candidate_roots(probes, results, bounds=None):
         bounds = group_anchors(probes, results)
     if not bounds:
         return None
-    return functools.reduce(operator.and_, bounds.values())
+    return functools.reduce(_intersection, bounds.values())
+
+
+def _intersection(one, other):
+    if _frozen(one, other):
+        return SET_OPERATIONS(operator.and_, one, other)
+    return one & other
 
 
 # ---------------------------------------------------------------------------

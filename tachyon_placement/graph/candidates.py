@@ -259,6 +259,18 @@ class CandidateStore:
         return nodes
 
 
+def _rc_reach(matched_roots, *sharing_entries):
+    """The roots the sharing providers among ``matched_roots`` (trees)
+    reach beyond them; ``sharing_entries``: sharing_providers().values()
+    (the very tuples from one copy of the graph to the next while they do
+    not change)."""
+    reach = set()
+    for root, reaching in sharing_entries:
+        if root in matched_roots:
+            reach |= reaching
+    return frozenset(reach)
+
+
 def _mates(sharing):
     """domain.Snapshot's ``mates`` from sharing_providers()."""
     return {uuid: reach for uuid, (_root, reach) in sharing.items()}
@@ -421,15 +433,18 @@ class WorldReader:
                     uuids = frozenset(record.uuid for record in matched)
                 matched_roots = frozenset(record.root_uuid
                                           for record in matched)
-            reach = set()
             if probe.kind == 'aggs':
+                reach = set()
                 for uuid in uuids.intersection(sharing):
                     reach |= sharing[uuid][1]
+                reach = frozenset(reach)
             else:
-                for root in matched_roots.intersection(reach_of_root):
-                    reach |= reach_of_root[root]
+                # The same sets as the last request's, mostly: the same
+                # reach object (domain.IdentityMemo).
+                reach = domain.SET_OPERATIONS(
+                    _rc_reach, matched_roots, *sharing.values())
             found[probe.key] = domain.ProbeResult(
-                roots=matched_roots, reach=frozenset(reach), uuids=uuids)
+                roots=matched_roots, reach=reach, uuids=uuids)
         return found
 
     def search_snapshot(self, sharing, roots):

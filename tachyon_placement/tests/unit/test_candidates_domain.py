@@ -968,3 +968,22 @@ def test_an_extended_snapshot_indexes_what_a_fresh_one_would():
         assert extended.tree_classes == whole.tree_classes
         for root in kept:
             assert extended.trees[root] is earlier.trees[root]
+
+
+def test_identity_memo_answers_the_very_operands_only():
+    memo = domain.IdentityMemo(size=2)
+    calls = []
+
+    def union(one, other):
+        calls.append((one, other))
+        return one | other
+    a, b = frozenset('ab'), frozenset('bc')
+    first = memo(union, a, b)
+    assert first == frozenset('abc')
+    assert memo(union, a, b) is first and len(calls) == 1
+    # Equal but other objects: computed again (never a stale answer for
+    # an id reused by another object: the memo holds its operands).
+    assert memo(union, frozenset('ab'), b) == first and len(calls) == 2
+    memo(union, b, a)
+    memo(union, a, a)           # over size: forgets, still right
+    assert memo(union, a, b) == first
