@@ -845,11 +845,17 @@ def test_free_slots_keep_the_search_order(seed, monkeypatch):
     compare_free_slots(seed, monkeypatch)
 
 
-def test_cross_check_exercises_replay_and_product():
-    used = collections.Counter()
-    for seed in range(300):
+def tally(compare, seeds):
+    """The counts ``compare(seed, monkeypatch)`` returns, summed."""
+    counts = collections.Counter()
+    for seed in seeds:
         with pytest.MonkeyPatch.context() as monkeypatch:
-            used.update(compare_free_slots(seed, monkeypatch))
+            counts.update(compare(seed, monkeypatch))
+    return counts
+
+
+def test_cross_check_exercises_replay_and_product():
+    used = tally(compare_free_slots, range(300))
     assert used['replay'] >= 10
     assert used['product'] >= 10
 
@@ -921,10 +927,7 @@ def test_remembered_candidates_are_what_a_fresh_search_finds(
 def test_a_search_asked_again_searches_fewer_anchors():
     # Not all: anchors that sharing providers reach, or whose candidates
     # a limit cut, are searched again.
-    counts = collections.Counter()
-    for seed in range(100):
-        with pytest.MonkeyPatch.context() as monkeypatch:
-            counts.update(compare_remembered(seed, monkeypatch))
+    counts = tally(compare_remembered, range(100))
     assert counts['first'] > 100
     assert counts['second'] < counts['first'] * 0.7
 
