@@ -133,13 +133,15 @@ def test_search_snapshot_rebuilds_exactly_the_changed_trees(service):
     assert after.by_uuid[second_child].room['VCPU'][0] == 1
     assert before.by_uuid[second_child].room['VCPU'][0] == 4
     assert after.by_uuid[second_child].ancestors == {second, second_child}
-    # The sharing provider's tree is rebuilt, its reach re-derived.
-    assert after.by_uuid[shared] is not before.by_uuid[shared]
+    # The sharing provider's reach did not change: its tree is kept too.
+    assert after.by_uuid[shared] is before.by_uuid[shared]
     assert after.by_uuid[shared].anchors == {shared, first}
 
-    # A new aggregate mate widens the sharing provider's reach.
+    # A new aggregate mate widens the sharing provider's reach: its tree
+    # is rebuilt, its reach re-derived.
     seed.set_aggregates(second, agg)
     widened = _search_snapshot(store)
+    assert widened.by_uuid[shared] is not after.by_uuid[shared]
     assert widened.by_uuid[shared].anchors == {shared, first, second}
     assert widened.trees[first] is before.trees[first]
     assert set(widened.trees) == {first, second, shared}
