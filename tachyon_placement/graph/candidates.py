@@ -404,14 +404,12 @@ class WorldReader:
 
     def run_probes(self, probes, sharing, roots=None):
         world = self.world
-        reach_of_root = {}
-        for root, reach in sharing.values():
-            reach_of_root.setdefault(root, set()).update(reach)
         allowed = None
         if roots is not None:
             # The bounded trees and the sharing providers' (which reach
             # across trees).
-            allowed = frozenset(roots).union(reach_of_root)
+            allowed = frozenset(roots).union(
+                root for root, _reach in sharing.values())
         found = {}
         for probe in probes:
             uuids = frozenset()
