@@ -104,6 +104,8 @@ _STEPS_KEPT = 16
 _PENDING_KEPT = 500
 # Distinct (resource class, amount) pairs whose roots a World remembers.
 _RC_ROOTS_KEPT = 32
+# ... and whose providers with room it keeps listed (see with_room).
+_ROOMS_KEPT = 16
 
 
 class ProviderRecord:
@@ -206,6 +208,29 @@ _INDEXES = {
     'by_class': _classes_of,
     'roots': _if_root,
 }
+
+
+def _keys_of(name):
+    """What a record is filed under in the index ``name``: one of
+    _INDEXES, or ('room', rc, amount), the providers with room for
+    ``amount`` of ``rc`` (see World.with_room), filed under None."""
+    keys_of = _INDEXES.get(name)
+    if keys_of is None:
+        _room, rc, amount = name
+
+        def keys_of(record):
+            if provider_rules.has_capacity(record.inventories.get(rc),
+                                           amount):
+                return _EVERYONE
+            return ()
+    return keys_of
+
+
+_EVERYONE = (None,)
+
+
+def _is_room(name):
+    return isinstance(name, tuple)
 
 
 def _index(records, keys_of):
@@ -340,6 +365,9 @@ class World:
         self._root_uuids = None
         # {(rc, amount): roots of the trees with room} (see rc_roots)
         self._rc_roots = {}
+        # {(rc, amount): set of with_room()}, made on first use by this
+        # World (records change from one World to the next).
+        self._room_sets = {}
         # The weighers at this version (WorldCache sets them) and their
         # rankings, built on first use per set of weighers.
         self.weighers = ()
@@ -398,7 +426,8 @@ class World:
                                        key=_creation_order))
         world = World(version, records)
         most = max(_PENDING_KEPT, len(records) // 4)
-        for name in _INDEXES:
+        # (list(): the names as of now, whatever reader threads add.)
+        for name in list(self._built) + list(self._pending):
             built = self._built.get(name)
             if built is not None:
                 world._pending[name] = (built, (changes,), len(changes))
@@ -456,11 +485,14 @@ class World:
         if index is None:
             pending = self._pending.get(name)
             if pending is not None:
-                index = _patched_index(pending[0], _INDEXES[name],
+                index = _patched_index(pending[0], _keys_of(name),
                                        pending[1])
             elif name == 'ordered':
                 index = {None: sorted(self.records.values(),
                                       key=_creation_order)}
+            elif _is_room(name):
+                index = _index(self.by_class.get(name[1], ()),
+                               _keys_of(name))
             else:
                 index = _index(self.ordered, _INDEXES[name])
             # Two threads may both make it: the same index either way.
@@ -491,18 +523,57 @@ class World:
         return self._index_of('by_class')
 
     def narrowed(self, filters):
-        """Records in creation order among which every provider matching
-        ``filters`` (domain.providers.ProviderFilters) is: the shortest
-        index list a match must be in (one of its resource classes, a
-        required trait or aggregate), else all.  The caller still checks
-        each (domain.providers.select)."""
-        lists = [self.by_class.get(rc, ()) for rc in filters.resources]
+        """Records in creation order, each with room for every resource
+        of ``filters`` (domain.providers.ProviderFilters), among which
+        every provider matching its traits and aggregates is: the
+        shortest list a match must be in (a list of providers with room,
+        a required trait's or aggregate's), less those missing from the
+        other lists of providers with room.  The caller still checks the
+        traits and aggregates (domain.providers.select) but not the
+        resources."""
+        rooms = [(rc, amount, self.with_room(rc, amount))
+                 for rc, amount in filters.resources.items()]
+        lists = [room for _rc, _amount, room in rooms]
         lists.extend(self.by_trait.get(next(iter(any_of)), ())
                      for any_of in filters.required_traits
                      if len(any_of) == 1)
         lists.extend(self.by_aggregate.get(next(iter(any_of)), ())
                      for any_of in filters.member_of if len(any_of) == 1)
-        return min(lists, key=len) if lists else self.ordered
+        if not lists:
+            return self.ordered
+        records = min(lists, key=len)
+        for rc, amount, room in rooms:
+            if room is not records:
+                # Records hash by identity: the test reads no record (a
+                # copy of the graph loaded under a stream of writes has
+                # them scattered over the heap, and reading each one was
+                # most of a long list's time).
+                with_room = self._room_sets.get((rc, amount))
+                if with_room is None:
+                    if len(self._room_sets) >= _ROOMS_KEPT:
+                        self._room_sets.clear()
+                    with_room = self._room_sets[(rc, amount)] = set(room)
+                records = [record for record in records
+                           if record in with_room]
+        return records
+
+    def with_room(self, rc, amount):
+        """The records with room for ``amount`` of ``rc`` (Placement's
+        capacity test), in creation order.
+
+        An index like the others (patched from an earlier copy's, not
+        rebuilt, when first used after a write), one per (rc, amount)
+        asked for, up to _ROOMS_KEPT; then they are all forgotten.
+        """
+        name = ('room', rc, amount)
+        if name not in self._built and name not in self._pending:
+            rooms = [kept for kept in list(self._built) + list(self._pending)
+                     if _is_room(kept)]
+            if len(rooms) >= _ROOMS_KEPT:
+                for kept in rooms:
+                    self._built.pop(kept, None)
+                    self._pending.pop(kept, None)
+        return self._index_of(name).get(None, [])
 
     @property
     def roots(self):

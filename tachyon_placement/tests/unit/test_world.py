@@ -1,5 +1,6 @@
 """World.evolve patches the indexes of the previous World; the result must
 be exactly what building them from scratch gives."""
+import dataclasses
 import random
 
 from tachyon_placement.domain import models
@@ -41,6 +42,9 @@ def _indexes(world):
             'root_uuids': list(world.root_uuids),
             'rc_roots': {(rc, amount): world.rc_roots(rc, amount)
                          for rc in CLASSES for amount in (1, 4, 7)},
+            'with_room': {(rc, amount): [record.uuid for record
+                                         in world.with_room(rc, amount)]
+                          for rc in CLASSES for amount in (1, 4, 7)},
             # Updated from the previous World's ranking after an evolve.
             'ranking': world.ranking(WEIGHERS, 0, 1000).scores}
 
@@ -187,8 +191,10 @@ def test_narrowed_keeps_every_match_in_creation_order():
         filters = test_provider_domain.random_filters(rng, CLASSES, TRAITS,
                                                       AGGS)
         narrowed = world.narrowed(filters)
-        assert domain.select(narrowed, filters) == domain.select(
-            everything, filters)
+        # Every provider with room for the resources asked, none without:
+        # the caller tests only the traits and aggregates.
+        assert domain.select(narrowed, dataclasses.replace(
+            filters, resources={})) == domain.select(everything, filters)
         narrower += len(narrowed) < len(everything)
     # The indexes did narrow most of the searches.
     assert narrower > 150
@@ -231,3 +237,21 @@ def test_a_key_brought_in_and_emptied_between_two_uses():
     world = world.evolve(4, {}, ['b'])
     records.pop('b', None)
     assert _indexes(world) == _indexes(snapshot.World(4, dict(records)))
+
+
+def test_lists_of_providers_with_room_are_bounded():
+    """One list per (resource class, amount) asked for, up to
+    _ROOMS_KEPT, then all forgotten (a client asking for ever new amounts
+    does not grow the copy of the graph), and right either way."""
+    rng = random.Random(13)
+    records, seq = _cloud(rng, roots=50)
+    world = snapshot.World(1, dict(records))
+    for asked in range(3 * snapshot._ROOMS_KEPT):
+        amount = asked % 20 + 1
+        rooms = world.with_room('VCPU', amount)
+        assert [record.uuid for record in rooms] == [
+            record.uuid for record in world.ordered
+            if 'VCPU' in record.inventories
+            and record.inventories['VCPU'].used + amount <= 8]
+        kept = [name for name in world._built if isinstance(name, tuple)]
+        assert 0 < len(kept) <= snapshot._ROOMS_KEPT
