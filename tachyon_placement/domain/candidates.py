@@ -136,7 +136,7 @@ class ProviderNode:
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
                  'sym_class', 'anchors', 'room', 'fit_memo', 'found_memo',
-                 '_summary', 'encoded', 'serial')
+                 '_summary', 'serial')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -167,12 +167,10 @@ class ProviderNode:
         # Unique for the process's life: names this node in other nodes'
         # memos without a reference (no cycle among frozen nodes).
         self.serial = next(_SERIALS)
-        # {render shape: its summary as JSON}, for the API's renderer.
-        self.encoded = None
-        # (resources, traits) of its ProviderSummary (see summarize).
-        # Nothing a node holds refers back to a node: nodes are frozen
-        # out of the garbage collector's sight (graph/snapshot.py
-        # settle), so one in a reference cycle would never be freed.
+        # Its ProviderSummary, made on first use (see summarize).  Nothing
+        # a node holds refers back to a node: nodes are frozen out of the
+        # garbage collector's sight (graph/snapshot.py settle), so one in
+        # a reference cycle would never be freed.
         self._summary = None
 
     def __repr__(self):
@@ -359,16 +357,26 @@ class AllocationRequest:
 
 class ProviderSummary(collections.namedtuple(
         'ProviderSummary', 'provider resources traits')):
-    """``provider``: the ProviderNode; ``resources``: {resource_class:
-    {'capacity': int, 'used': int}}; ``traits``: [name].  A tuple: a
-    candidate document holds a thousand, made per request (a dataclass's
-    __init__ was a tenth of a scheduling loop's request)."""
+    """``provider``: the SummarizedProvider; ``resources``:
+    {resource_class: {'capacity': int, 'used': int}}; ``traits``: [name].
+    Made once per node (a node never changes) and shared by every
+    candidate document that shows it: a document shows thousands."""
     __slots__ = ()
 
 
-# ProviderSummary((node, resources, traits)) made in C: a namedtuple's
-# keyword __new__ is a Python function (a thousand calls per document).
-_new_summary = functools.partial(tuple.__new__, ProviderSummary)
+class SummarizedProvider:
+    """What a provider summary shows of its node (not the node itself:
+    the node holds its summary, and must not be in a reference cycle), and
+    ``encoded``: {render shape: the summary as JSON}, for the API's
+    renderer."""
+
+    __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'encoded')
+
+    def __init__(self, node):
+        self.uuid = node.uuid
+        self.parent_uuid = node.parent_uuid
+        self.root_uuid = node.root_uuid
+        self.encoded = None
 
 
 @dataclasses.dataclass
@@ -1179,27 +1187,24 @@ def _summaries(snapshot, results, everything, nested_aware):
         used = {rp for request in everything for rp in request.allocations}
     summaries = []
     for root in sorted(roots, key=snapshot.root_key):
-        for node in snapshot.trees[root]:
-            if used is None or node.uuid in used:
-                summaries.append(summarize(node))
+        summaries.extend([node._summary or summarize(node)
+                          for node in snapshot.trees[root]
+                          if used is None or node.uuid in used])
     return summaries
 
 
 def summarize(node):
-    """The node's ProviderSummary (its parts made once: a node never
-    changes; the summary, which refers to the node, anew)."""
-    if node._summary is None:
-        node._summary = _summarize(node)
-    return _new_summary((node,) + node._summary)
-
-
-def _summarize(node):
-    resources = {
-        rc: {'capacity': int_capacity(inventory), 'used': inventory.used}
-        for rc, inventory in sorted(node.inventories.items())}
-    traits = sorted(node.traits,
-                    key=lambda name: (name.startswith('CUSTOM_'), name))
-    return resources, traits
+    """The node's ProviderSummary, made once (a node never changes)."""
+    summary = node._summary
+    if summary is None:
+        resources = {
+            rc: {'capacity': int_capacity(inventory), 'used': inventory.used}
+            for rc, inventory in sorted(node.inventories.items())}
+        traits = sorted(node.traits,
+                        key=lambda name: (name.startswith('CUSTOM_'), name))
+        summary = node._summary = ProviderSummary(
+            SummarizedProvider(node), resources, traits)
+    return summary
 
 
 # ---------------------------------------------------------------------------

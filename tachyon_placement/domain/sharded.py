@@ -52,6 +52,25 @@ class ShardedDict(collections.abc.MutableMapping):
     def __iter__(self):
         return itertools.chain.from_iterable(self._shards)
 
+    def values(self):
+        """An iterator (not a view) over the values, shard by shard."""
+        return itertools.chain.from_iterable(
+            [shard.values() for shard in self._shards])
+
+    def items(self):
+        """An iterator (not a view) over the items, shard by shard."""
+        return itertools.chain.from_iterable(
+            [shard.items() for shard in self._shards])
+
+    @classmethod
+    def of(cls, mapping):
+        """A ShardedDict of ``mapping``'s items."""
+        made = cls()
+        shards = made._shards
+        for key, value in mapping.items():
+            shards[hash(key) & _MASK][key] = value
+        return made
+
     def __len__(self):
         return sum(map(len, self._shards))
 

@@ -267,8 +267,12 @@ def request_summary(groups, wide):
 _SHAPES_KEPT = 16
 
 
-def _remembered(owner, shape, make):
-    """``make()`` encoded, remembered on ``owner.encoded`` by ``shape``."""
+_NOTHING = {}
+
+
+def _remembered(owner, shape, make, braces=True):
+    """``make()`` encoded (without its outer braces unless ``braces``),
+    remembered on ``owner.encoded`` by ``shape``."""
     memo = owner.encoded
     if memo is None:
         memo = owner.encoded = {}
@@ -276,7 +280,8 @@ def _remembered(owner, shape, make):
     if found is None:
         if len(memo) >= _SHAPES_KEPT:
             memo.clear()
-        found = memo[shape] = wsgi.encode_json(make())
+        found = wsgi.encode_json(make())
+        memo[shape] = found = found if braces else found[1:-1]
     return found
 
 
@@ -288,8 +293,9 @@ def _render_requests(req, requests):
         shape, render = 'mappings', _mapped
     else:
         shape, render = 'dict', _keyed
-    return b','.join([_remembered(request, shape,
-                                  functools.partial(render, request))
+    return b','.join([(request.encoded or _NOTHING).get(shape)
+                      or _remembered(request, shape,
+                                     functools.partial(render, request))
                       for request in requests])
 
 
@@ -323,7 +329,7 @@ def _render_summaries(req, summaries, groups):
     def member(summary):
         # The summaries' own dicts and lists go into the document as
         # they are (made once per provider and never changed).
-        node = summary.provider
+        provider = summary.provider
         resources = summary.resources
         if not every_class:
             resources = {rc: amounts for rc, amounts in resources.items()
@@ -332,14 +338,15 @@ def _render_summaries(req, summaries, groups):
         if with_traits:
             item['traits'] = summary.traits
         if with_tree:
-            item['parent_provider_uuid'] = node.parent_uuid
-            item['root_provider_uuid'] = node.root_uuid
-        return {node.uuid: item}
+            item['parent_provider_uuid'] = provider.parent_uuid
+            item['root_provider_uuid'] = provider.root_uuid
+        return {provider.uuid: item}
 
     # Each member is encoded as a one-member object, braces cut off.
     return b','.join([
-        _remembered(summary.provider, shape,
-                    functools.partial(member, summary))[1:-1]
+        (summary.provider.encoded or _NOTHING).get(shape)
+        or _remembered(summary.provider, shape,
+                       functools.partial(member, summary), braces=False)
         for summary in summaries])
 
 
