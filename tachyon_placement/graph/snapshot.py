@@ -21,6 +21,7 @@ import time
 from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.domain import sharded
+from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
@@ -53,27 +54,44 @@ MATCH (rp:ResourceProvider)-[:MEMBER_OF]->(a:Aggregate)
 RETURN rp.uuid AS uuid, a.uuid AS name
 """)
 
-# Incremental loads: what was stamped after $since, in one read (each
-# process reads after every write it did not make itself: four reads, one
-# per kind, were a tenth of a scheduling loop's server time).  The labels
-# come along (a few names); a copy keeps its own when they did not change
-# (labels_stamp), so that most writes (allocations: usage and generations)
-# leave the very sets in place.
+# Incremental loads: what was stamped after $since.  A provider comes with
+# its inventories and labels (a few names); a copy keeps its own labels
+# when they did not change (labels_stamp), so that most writes
+# (allocations: usage and generations) leave the very sets in place.
+_CHANGED_PROVIDER = """rp {.uuid, .name, .generation, .parent_uuid, .root_uuid,
+          .seq, .stamp, .labels_stamp, .created_at, .updated_at,
+          inventories: [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
+                        {rc: rc.name, total: inv.total,
+                         reserved: inv.reserved, min_unit: inv.min_unit,
+                         max_unit: inv.max_unit, step_size: inv.step_size,
+                         allocation_ratio: inv.allocation_ratio,
+                         used: inv.used}],
+          traits: [(rp)-[:HAS_TRAIT]->(t:Trait) | t.name],
+          aggregates: [(rp)-[:MEMBER_OF]->(a:Aggregate) | a.uuid]}"""
 CHANGED = Statement('snap_changed', common="""
 MATCH (rp:ResourceProvider) WHERE rp.stamp > $since
-RETURN %s,
-       [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
-        {rc: rc.name, total: inv.total, reserved: inv.reserved,
-         min_unit: inv.min_unit, max_unit: inv.max_unit,
-         step_size: inv.step_size, allocation_ratio: inv.allocation_ratio,
-         used: inv.used}] AS inventories,
-       [(rp)-[:HAS_TRAIT]->(t:Trait) | t.name] AS traits,
-       [(rp)-[:MEMBER_OF]->(a:Aggregate) | a.uuid] AS aggregates
-""" % _PROVIDER_COLUMNS)
+RETURN %s AS provider
+""" % _CHANGED_PROVIDER)
 DELETED = Statement('snap_deleted', common="""
 MATCH (gone:Tombstone) WHERE gone.stamp > $since
 RETURN gone.uuid AS uuid, gone.stamp AS stamp
 """)
+# The graph version (as versioning.VERSION reads it) and, in the same
+# read, what changed since a copy's version: every request reads the
+# version, and after a write in another process three round trips to the
+# engine (version, changes, deletions) were a tenth of a scheduling loop's
+# server time; with nothing changed the two index lookups find nothing.
+VERSION_AND_CHANGES = Statement('snap_version_and_changes', common="""
+CALL {
+  MATCH (gone:Tombstone) WHERE gone.stamp > $since
+  RETURN collect(gone {.uuid, .stamp}) AS deleted
+}
+CALL {
+  MATCH (rp:ResourceProvider) WHERE rp.stamp > $since
+  RETURN collect(%s) AS changed
+}
+%s, deleted, changed
+""" % (_CHANGED_PROVIDER, versioning.VERSION_READ.strip()))
 
 _EMPTY = frozenset()
 # Fewest providers made between two gc.freeze() (see settle()).
@@ -680,13 +698,13 @@ def _records(engine):
         for row in engine.read(ALL_PROVIDERS)}
 
 
-def _changed_records(engine, since, held):
-    """{uuid: ProviderRecord} of the providers stamped after ``since``,
-    keeping the traits and aggregates of those whose labels did not change
-    from ``held`` ({uuid: ProviderRecord} of the copy being brought up to
-    date)."""
+def _changed_records(rows, since, held):
+    """{uuid: ProviderRecord} of the providers stamped after ``since``
+    (``rows``: their _CHANGED_PROVIDER maps), keeping the traits and
+    aggregates of those whose labels did not change from ``held`` ({uuid:
+    ProviderRecord} of the copy being brought up to date)."""
     records = {}
-    for row in engine.read(CHANGED, since=since):
+    for row in rows:
         old = held.get(row['uuid'])
         if old is not None and (row['labels_stamp'] or 0) <= since:
             traits, aggregates = old.traits, old.aggregates
@@ -748,7 +766,15 @@ class WorldCache:
         self.listeners = []
 
     def current(self):
-        stamps = self._store.graph_version()
+        world = self._world
+        if world is None:
+            stamps, caught_up = self._store.graph_version(), None
+        else:
+            row = self._store.engine.read(VERSION_AND_CHANGES,
+                                          since=world.version)[0]
+            stamps = versioning.graph_version_of(row)
+            caught_up = (world.version, row['changed'], [
+                (gone['uuid'], gone['stamp']) for gone in row['deleted']])
         version, full_reload = stamps.version, stamps.full_reload
         weighers_stamp, telemetry_version = (stamps.weighers,
                                              stamps.telemetry)
@@ -767,9 +793,16 @@ class WorldCache:
                 world = World(version, _records(engine))
                 settle(len(world.records), len(world.records))
             else:
-                gone = [(row['uuid'], row['stamp']) for row in
-                        engine.read(DELETED, since=world.version)]
-                changed = _changed_records(engine, world.version,
+                if caught_up is not None and caught_up[0] == world.version:
+                    _since, rows, gone = caught_up
+                else:
+                    # Another thread moved the copy meanwhile (not to this
+                    # version): from there.
+                    gone = [(row['uuid'], row['stamp']) for row in
+                            engine.read(DELETED, since=world.version)]
+                    rows = [row['provider'] for row in
+                            engine.read(CHANGED, since=world.version)]
+                changed = _changed_records(rows, world.version,
                                            world.records)
                 world = world.evolve(version, changed,
                                      [uuid for uuid, _stamp in gone])

@@ -41,7 +41,9 @@ CALL {
 """
 STAMP_LISTED_FORMAT = STAMP_LISTED.replace('{', '{{').replace('}', '}}')
 
-VERSION = Statement('graph_version', common="""
+# (graph/snapshot.py reads the same columns with the changes since its
+# copy of the graph.)
+VERSION_READ = """
 OPTIONAL MATCH (graph_version:Meta {key: 'graph'})
 OPTIONAL MATCH (telemetry:Meta {key: 'telemetry'})
 RETURN coalesce(graph_version.version, 0) AS version,
@@ -50,7 +52,8 @@ RETURN coalesce(graph_version.version, 0) AS version,
        coalesce(telemetry.version, 0) AS telemetry,
        coalesce(graph_version.topology, 0) AS topology,
        coalesce(graph_version.pci_affinity, 0) AS pci_affinity
-""")
+"""
+VERSION = Statement('graph_version', common=VERSION_READ)
 
 # What the version read returns: the graph version, the version of the
 # last change that needs a full reload, the versions of the last changes
@@ -66,7 +69,11 @@ class VersionStore:
 
     def graph_version(self):
         """The GraphVersion now."""
-        row = self.engine.read(VERSION)[0]
-        return GraphVersion(row['version'], row['full_reload'],
-                            row['weighers'], row['telemetry'],
-                            row['topology'], row['pci_affinity'])
+        return graph_version_of(self.engine.read(VERSION)[0])
+
+
+def graph_version_of(row):
+    """The GraphVersion of a row with VERSION's columns."""
+    return GraphVersion(row['version'], row['full_reload'], row['weighers'],
+                        row['telemetry'], row['topology'],
+                        row['pci_affinity'])

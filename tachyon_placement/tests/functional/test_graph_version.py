@@ -175,7 +175,9 @@ def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
               '/allocations/9d7c4f2a-0c0e-4b7e-8a86-1b8c2a3d4e5f')
     # Brought up to date from a copy that never held the provider (its
     # labels older than the copy): they come with the read.
-    changed = snapshot_module._changed_records(store.engine, labelled, {})
+    changed = snapshot_module._changed_records(
+        [row['provider'] for row in store.engine.read(
+            snapshot_module.CHANGED, since=labelled)], labelled, {})
     assert changed[cn].inventories['VCPU'].used == 0
     assert changed[cn].traits == {'CUSTOM_SILVER'}
     assert changed[cn].aggregates == {agg}
