@@ -81,17 +81,25 @@ RETURN gone.uuid AS uuid, gone.stamp AS stamp
 # version, and after a write in another process three round trips to the
 # engine (version, changes, deletions) were a tenth of a scheduling loop's
 # server time; with nothing changed the two index lookups find nothing.
+# At most $most of each: the threads of a process that fell far behind (a
+# bulk load) each read the changes, and only one applies them; when it
+# may have been cut, the one that applies reads them again, whole
+# (CHANGED, DELETED).
 VERSION_AND_CHANGES = Statement('snap_version_and_changes', common="""
 CALL {
   MATCH (gone:Tombstone) WHERE gone.stamp > $since
+  WITH gone LIMIT $most
   RETURN collect(gone {.uuid, .stamp}) AS deleted
 }
 CALL {
   MATCH (rp:ResourceProvider) WHERE rp.stamp > $since
+  WITH rp LIMIT $most
   RETURN collect(%s) AS changed
 }
 %s, deleted, changed
 """ % (_CHANGED_PROVIDER, versioning.VERSION_READ.strip()))
+# Changed or deleted providers a version read brings along (see above).
+_CHANGES_ALONG = 64
 
 _EMPTY = frozenset()
 # Fewest providers made between two gc.freeze() (see settle()).
@@ -771,10 +779,14 @@ class WorldCache:
             stamps, caught_up = self._store.graph_version(), None
         else:
             row = self._store.engine.read(VERSION_AND_CHANGES,
-                                          since=world.version)[0]
+                                          since=world.version,
+                                          most=_CHANGES_ALONG + 1)[0]
             stamps = versioning.graph_version_of(row)
-            caught_up = (world.version, row['changed'], [
-                (gone['uuid'], gone['stamp']) for gone in row['deleted']])
+            caught_up = None
+            if max(len(row['changed']), len(row['deleted'])) <= (
+                    _CHANGES_ALONG):
+                caught_up = (world.version, row['changed'], [
+                    (gone['uuid'], gone['stamp']) for gone in row['deleted']])
         version, full_reload = stamps.version, stamps.full_reload
         weighers_stamp, telemetry_version = (stamps.weighers,
                                              stamps.telemetry)
@@ -796,8 +808,8 @@ class WorldCache:
                 if caught_up is not None and caught_up[0] == world.version:
                     _since, rows, gone = caught_up
                 else:
-                    # Another thread moved the copy meanwhile (not to this
-                    # version): from there.
+                    # Too many to bring along, or another thread moved
+                    # the copy meanwhile (not to this version): from there.
                     gone = [(row['uuid'], row['stamp']) for row in
                             engine.read(DELETED, since=world.version)]
                     rows = [row['provider'] for row in

@@ -183,6 +183,45 @@ def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
     assert changed[cn].aggregates == {agg}
 
 
+def test_a_copy_catches_up_in_the_version_read_or_whole(service,
+                                                        monkeypatch):
+    """A few changes come with the version read; past what it brings
+    along (_CHANGES_ALONG), the copy reads them whole: the same copy of
+    the graph either way, deletions included."""
+    from tachyon_placement.graph import snapshot as snapshot_module
+    store, seed = service.app.store, service.seed
+    gone = seed.create_provider('gone')
+    store.worlds.current()
+    read, reads = store.engine.read, []
+
+    def counted(statement, **params):
+        reads.append(statement.name)
+        return read(statement, **params)
+    monkeypatch.setattr(store.engine, 'read', counted)
+    for count in (3, snapshot_module._CHANGES_ALONG + 5):
+        del reads[:]
+        made = [seed.create_provider('rp-%d-%d' % (count, index))
+                for index in range(count)]
+        seed.add_inventory(made[0], 'VCPU', 4)
+        if gone is not None:
+            seed.call('DELETE', '/resource_providers/%s' % gone)
+            gone = None
+        world = store.worlds.current()
+        # Read whole only when more changed than the version read brings.
+        assert ('snap_changed' in reads) == (
+            count > snapshot_module._CHANGES_ALONG)
+        assert world.version == store.graph_version().version
+        for uuid in made:
+            assert world.records[uuid].provider.name.startswith(
+                'rp-%d-' % count)
+        assert world.records[made[0]].inventories['VCPU'].total == 4
+        rebuilt = snapshot_module.World(
+            world.version, snapshot_module._records(store.engine))
+        assert sorted(world.records) == sorted(rebuilt.records)
+        assert [record.uuid for record in world.ordered] == [
+            record.uuid for record in rebuilt.ordered]
+
+
 # Requests and copies of the graph leave no reference cycles behind.
 #
 # graph/snapshot.py's settle() freezes every live object out of the garbage
