@@ -8,10 +8,13 @@ workers of a WSGI server, or several hosts) read, check and write in
 several queries, and lose the race to each other when they touch the same
 providers.  ``exclusive`` makes them take turns instead, as Neo4j's row
 locks do: it holds a lock per stripe of the providers and consumers an
-attempt touches, kept in the same server (``SET NX`` with an expiry, so a
-killed holder cannot block anyone for long).  The locks only save
-retries: the guarded write still refuses changed generations, and an
-attempt that cannot get its locks in time goes on without them.
+attempt touches.  Through a unix socket (the embedded server: every
+process on one machine) the stripes are bytes of a file locked with fcntl
+(local_locks.py); otherwise they are kept in the same server (``SET NX``
+with an expiry, so a killed holder cannot block anyone for long).  The
+locks only save retries: the guarded write still refuses changed
+generations, and an attempt that cannot get its locks in time goes on
+without them.
 """
 import contextlib
 import random
@@ -21,10 +24,14 @@ import uuid
 import zlib
 
 import falkordb
+from oslo_log import log as logging
 import redis.exceptions
 
 from tachyon_placement.graph import engine
+from tachyon_placement.graph import local_locks as local_locks_module
 from tachyon_placement.graph import schema
+
+LOG = logging.getLogger(__name__)
 
 # Stripes of the write locks (a fixed number bounds the keys), how long a
 # lock lives if its holder dies, how long an attempt waits for its locks.
@@ -67,9 +74,11 @@ class FalkorDBEngine(engine.Engine):
     dialect = 'falkordb'
 
     def __init__(self, graph_name, unix_socket_path=None, host=None,
-                 port=None, password=None, revive=None):
+                 port=None, password=None, revive=None, local_locks=True):
         """``revive`` restarts a dead embedded server (it is called once
-        when the connection fails, then the statement is retried)."""
+        when the connection fails, then the statement is retried);
+        ``local_locks``: through a unix socket, lock write attempts with
+        fcntl rather than in the server."""
         if unix_socket_path:
             self._db = falkordb.FalkorDB(unix_socket_path=unix_socket_path,
                                          password=password)
@@ -81,6 +90,17 @@ class FalkorDBEngine(engine.Engine):
         self._lock_prefix = 'tachyon:write-lock:%s:' % graph_name
         self._acquire = self._db.connection.register_script(_ACQUIRE)
         self._release = self._db.connection.register_script(_RELEASE)
+        self._stripe_file = None
+        if unix_socket_path and local_locks:
+            stripe_file = local_locks_module.stripe_file(
+                '%s.%s.write-locks' % (unix_socket_path, graph_name),
+                LOCK_STRIPES)
+            try:
+                stripe_file.check()
+                self._stripe_file = stripe_file
+            except OSError as exc:
+                LOG.warning('Write locks in the graph server: cannot open '
+                            '%s (%s)', stripe_file.path, exc)
         self._revive = revive
         self._closed = False
         self._lock = threading.Lock()
@@ -122,12 +142,19 @@ class FalkorDBEngine(engine.Engine):
 
     @contextlib.contextmanager
     def exclusive(self, keys=()):
-        names = sorted({'%s%d' % (self._lock_prefix,
-                                  zlib.crc32(key.encode()) % LOCK_STRIPES)
-                        for key in keys})
+        stripes = sorted({zlib.crc32(key.encode()) % LOCK_STRIPES
+                          for key in keys})
+        deadline = time.monotonic() + LOCK_WAIT
+        if self._stripe_file is not None:
+            held = self._stripe_file.acquire(stripes, deadline)
+            try:
+                yield engine.Section()
+            finally:
+                self._stripe_file.release(held)
+            return
+        names = ['%s%d' % (self._lock_prefix, stripe) for stripe in stripes]
         token = uuid.uuid4().hex
         held = []
-        deadline = time.monotonic() + LOCK_WAIT
         try:
             pause = 0.0005
             # In sorted order, keeping what is held while waiting for the
