@@ -4,6 +4,7 @@ file with fcntl through a unix socket, else in the server), and a lock its
 holder never released cannot block anyone for long.  On Neo4j the
 attempt's first statement takes row locks instead (test_processes races
 two API processes on both engines)."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -20,40 +21,39 @@ pytestmark = pytest.mark.skipif(
     reason='FalkorDB only: Neo4j locks rows in the statements')
 
 
+@contextlib.contextmanager
 def _pair(local_locks):
+    """Two engines on one graph, as two API processes have, keeping their
+    locks in a file (fcntl) or in the server."""
     name = 'locks_%d_%d' % (os.getpid(), time.monotonic_ns())
     socket_path = engines._embedded_socket()
-    return [falkordb_engine.FalkorDBEngine(name, unix_socket_path=socket_path,
+    pair = [falkordb_engine.FalkorDBEngine(name, unix_socket_path=socket_path,
                                            local_locks=local_locks)
             for _ in range(2)]
+    assert (pair[0]._stripe_file is not None) == local_locks
+    try:
+        yield pair
+    finally:
+        for engine in pair:
+            engine.close()
 
 
 @pytest.fixture(params=['file', 'server'])
 def two_engines(request):
-    """Two engines on one graph, as two API processes have: with the
-    locks in a file (fcntl) and in the server."""
-    pair = _pair(local_locks=request.param == 'file')
-    assert (pair[0]._stripe_file is not None) == (request.param == 'file')
-    yield pair
-    for engine in pair:
-        engine.close()
+    with _pair(local_locks=request.param == 'file') as pair:
+        yield pair
 
 
 @pytest.fixture
 def server_locked():
-    """Two engines keeping their locks in the server."""
-    pair = _pair(local_locks=False)
-    yield pair
-    for engine in pair:
-        engine.close()
+    with _pair(local_locks=False) as pair:
+        yield pair
 
 
 @pytest.fixture
 def file_locked():
-    pair = _pair(local_locks=True)
-    yield pair
-    for engine in pair:
-        engine.close()
+    with _pair(local_locks=True) as pair:
+        yield pair
 
 
 def _enter_later(engine, keys, entered):
