@@ -176,8 +176,7 @@ def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
     # Brought up to date from a copy that never held the provider (its
     # labels older than the copy): they come with the read.
     changed = snapshot_module._changed_records(
-        [row['provider'] for row in store.engine.read(
-            snapshot_module.CHANGED, since=labelled)], labelled, {})
+        snapshot_module._changed_rows(store.engine, labelled), labelled, {})
     assert changed[cn].inventories['VCPU'].used == 0
     assert changed[cn].traits == {'CUSTOM_SILVER'}
     assert changed[cn].aggregates == {agg}
@@ -220,6 +219,51 @@ def test_a_copy_catches_up_in_the_version_read_or_whole(service,
         assert sorted(world.records) == sorted(rebuilt.records)
         assert [record.uuid for record in world.ordered] == [
             record.uuid for record in rebuilt.ordered]
+
+
+def test_a_copy_far_behind_reads_the_changes_a_page_at_a_time(service,
+                                                              monkeypatch):
+    """Past what the version read brings along, the changes come in pages
+    in (stamp, uuid) order; providers one write stamped alike (one
+    allocation on seven of them) straddle pages and none is lost."""
+    from tachyon_placement.graph import snapshot as snapshot_module
+    store, seed = service.app.store, service.seed
+    hosts = [seed.create_provider('paged-%d' % index) for index in range(7)]
+    for host in hosts:
+        seed.add_inventory(host, 'VCPU', 8)
+    store.worlds.current()
+    monkeypatch.setattr(snapshot_module, '_CHANGES_ALONG', 0)
+    monkeypatch.setattr(snapshot_module, '_CHANGED_PAGE', 2)
+    pages = []
+    read = store.engine.read
+
+    def counted(statement, **params):
+        rows = read(statement, **params)
+        if statement.name == 'snap_changed':
+            pages.append([row['provider']['uuid'] for row in rows])
+        return rows
+    monkeypatch.setattr(store.engine, 'read', counted)
+    seed.call('PUT', '/allocations/4e8d2d1c-5b7a-4f61-9d0e-2f3b6c8a9e71', {
+        'allocations': {host: {'resources': {'VCPU': 1 + index}}
+                        for index, host in enumerate(hosts)},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'})
+    later = [seed.create_provider('paged-later-%d' % index)
+             for index in range(2)]
+    world = store.worlds.current()
+    # 9 changed providers, 2 a page: 5 pages, every one read once.
+    assert [len(page) for page in pages] == [2, 2, 2, 2, 1]
+    assert sorted(sum(pages, [])) == sorted(hosts + later)
+    for index, host in enumerate(hosts):
+        assert world.records[host].inventories['VCPU'].used == 1 + index
+    assert world.version == store.graph_version().version
+    rebuilt = snapshot_module.World(
+        world.version, snapshot_module._records(store.engine))
+    assert sorted(world.records) == sorted(rebuilt.records)
+    assert {uuid: record.inventories for uuid, record in
+            world.records.items()} == {
+        uuid: record.inventories for uuid, record in
+        rebuilt.records.items()}
 
 
 # Requests and copies of the graph leave no reference cycles behind.
