@@ -146,6 +146,29 @@ def test_appendfsync_everysec_and_validation(data_dir):
     srv.stop()
 
 
+def test_openmp_threads_sleep_unless_the_operator_says(data_dir,
+                                                       monkeypatch):
+    # (The server rewrites its /proc environ for its process title: what
+    # it was started with is seen at the start.)
+    started = []
+    popen = fs.subprocess.Popen
+
+    def recorded(args, **kwargs):
+        started.append(kwargs['env'])
+        return popen(args, **kwargs)
+    monkeypatch.setattr(fs.subprocess, 'Popen', recorded)
+    monkeypatch.delenv('OMP_WAIT_POLICY', raising=False)
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    srv.stop()
+    monkeypatch.setenv('OMP_WAIT_POLICY', 'ACTIVE')
+    srv.ensure_running()
+    srv.stop()
+    assert [env['OMP_WAIT_POLICY'] for env in started] == ['PASSIVE',
+                                                           'ACTIVE']
+    assert started[0]['PATH'] == os.environ['PATH']
+
+
 def test_processes_share_one_server(data_dir):
     srv = EmbeddedServer(data_dir)
     srv.ensure_running()
