@@ -4,7 +4,6 @@ Parse the request groups and request-wide parameters (with Placement's
 error texts, in Placement's order), ask the store to bound and load the
 trees that can take part, let ``domain.candidates`` search them, render.
 """
-import functools
 import re
 
 from tachyon_placement.api import errors
@@ -267,20 +266,17 @@ def request_summary(groups, wide):
 _SHAPES_KEPT = 16
 
 
-_NOTHING = {}
-
-
-def _remembered(owner, shape, make, braces=True):
-    """``make()`` encoded (without its outer braces unless ``braces``),
-    remembered on ``owner.encoded`` by ``shape``."""
+def _remembered(owner, shape, make, *args, braces=True):
+    """``make(*args)`` encoded (without its outer braces unless
+    ``braces``), remembered on ``owner.encoded`` by ``shape``."""
     memo = owner.encoded
-    if memo is None:
-        memo = owner.encoded = {}
-    found = memo.get(shape)
+    found = memo.get(shape) if memo else None
     if found is None:
-        if len(memo) >= _SHAPES_KEPT:
+        if memo is None:
+            memo = owner.encoded = {}
+        elif len(memo) >= _SHAPES_KEPT:
             memo.clear()
-        found = wsgi.encode_json(make())
+        found = wsgi.encode_json(make(*args))
         memo[shape] = found = found if braces else found[1:-1]
     return found
 
@@ -293,9 +289,7 @@ def _render_requests(req, requests):
         shape, render = 'mappings', _mapped
     else:
         shape, render = 'dict', _keyed
-    return b','.join([(request.encoded or _NOTHING).get(shape)
-                      or _remembered(request, shape,
-                                     functools.partial(render, request))
+    return b','.join([_remembered(request, shape, render, request)
                       for request in requests])
 
 
@@ -343,11 +337,9 @@ def _render_summaries(req, summaries, groups):
         return {provider.uuid: item}
 
     # Each member is encoded as a one-member object, braces cut off.
-    return b','.join([
-        (summary.provider.encoded or _NOTHING).get(shape)
-        or _remembered(summary.provider, shape,
-                       functools.partial(member, summary), braces=False)
-        for summary in summaries])
+    return b','.join([_remembered(summary.provider, shape, member, summary,
+                                  braces=False)
+                      for summary in summaries])
 
 
 @wsgi.handler(min_version='1.10', accept=wsgi.JSON)
