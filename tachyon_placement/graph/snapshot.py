@@ -91,8 +91,8 @@ RETURN gone.uuid AS uuid, gone.stamp AS stamp
 # server time; with nothing changed the two index lookups find nothing.
 # At most $most of each: the threads of a process that fell far behind (a
 # bulk load) each read the changes, and only one applies them; when it
-# may have been cut, the one that applies reads them again, whole
-# (CHANGED, DELETED).
+# may have been cut, the one that applies reads them all again (CHANGED,
+# a page at a time, and DELETED).
 VERSION_AND_CHANGES = Statement('snap_version_and_changes', common="""
 CALL {
   MATCH (gone:Tombstone) WHERE gone.stamp > $since
