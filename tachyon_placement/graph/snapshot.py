@@ -73,10 +73,14 @@ _CHANGED_PROVIDER = """rp {.uuid, .name, .generation, .parent_uuid, .root_uuid,
 # parsed the whole cloud's maps at once, and the records made meanwhile
 # pinned the freed memory (pymalloc arenas: 230 MiB more per worker at
 # 10,000 hosts).  A provider written between two pages moves to the end
-# and is read again (the later state wins): none is missed.
+# and is read again (the later state wins): none is missed.  The page's
+# start is written as NOT (...): FalkorDB folded "rp.stamp > $start OR
+# rp.uuid > $after" into its index scan as a range on uuid too, which
+# with $after '' is every provider (30 ms at 10,000 hosts for an empty
+# page, the scheduling loop's largest engine cost; now 0.3 ms).
 CHANGED = Statement('snap_changed', common="""
 MATCH (rp:ResourceProvider)
-WHERE rp.stamp >= $start AND (rp.stamp > $start OR rp.uuid > $after)
+WHERE rp.stamp >= $start AND NOT (rp.stamp = $start AND rp.uuid <= $after)
 WITH rp ORDER BY rp.stamp, rp.uuid LIMIT $page
 RETURN %s AS provider
 """ % _CHANGED_PROVIDER)
@@ -831,11 +835,18 @@ class WorldCache:
                 world = World(version, _records(engine))
                 settle(len(world.records), len(world.records))
             else:
-                if caught_up is not None and caught_up[0] == world.version:
+                if caught_up is not None and caught_up[0] <= world.version:
+                    # What changed since the version read's copy; another
+                    # thread may have moved the copy since (not to this
+                    # version): what changed after that is still all here
+                    # (the rest the copy holds already).
                     _since, rows, gone = caught_up
+                    rows = [row for row in rows
+                            if row['stamp'] > world.version]
+                    gone = [(uuid, stamp) for uuid, stamp in gone
+                            if stamp > world.version]
                 else:
-                    # Too many to bring along, or another thread moved
-                    # the copy meanwhile (not to this version): from there.
+                    # Too many to bring along: from the copy's version.
                     gone = [(row['uuid'], row['stamp']) for row in
                             engine.read(DELETED, since=world.version)]
                     rows = _changed_rows(engine, world.version)

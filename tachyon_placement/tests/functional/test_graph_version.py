@@ -266,6 +266,48 @@ def test_a_copy_far_behind_reads_the_changes_a_page_at_a_time(service,
         rebuilt.records.items()}
 
 
+def test_a_copy_another_thread_moved_uses_the_changes_it_read(
+        service, monkeypatch):
+    """Threads read the version and the changes since their copy's
+    version, and one at a time bring the copy up to date: one that finds
+    the copy moved on meanwhile (not to the version it read) applies what
+    changed after that from what it read, with no further read (the
+    scheduling loop's threads did so a tenth of the time, reading the
+    changes again)."""
+    from tachyon_placement.graph import snapshot as snapshot_module
+    store, seed = service.app.store, service.seed
+    first = seed.create_provider('first')
+    seed.add_inventory(first, 'VCPU', 8)
+    store.worlds.current()
+    read, reads, moved = store.engine.read, [], []
+
+    def meanwhile(statement, **params):
+        if statement.name == 'snap_version_and_changes' and not moved:
+            # Another thread brings the copy up to date first (it sees
+            # the inventory change), then a write lands: this read sees
+            # both changes, the copy holds the first.
+            moved.append(True)
+            seed.add_inventory(first, 'VCPU', 16)
+            assert store.worlds.current().records[first].inventories[
+                'VCPU'].total == 16
+            moved.append(seed.create_provider('second'))
+            assert store.worlds._world.version < (
+                store.graph_version().version)
+            del reads[:]        # (the other thread's and the writes')
+        reads.append(statement.name)
+        return read(statement, **params)
+    monkeypatch.setattr(store.engine, 'read', meanwhile)
+    world = store.worlds.current()
+    second = moved[1]
+    assert reads == ['snap_version_and_changes'], reads
+    assert world.version == store.graph_version().version
+    assert world.records[first].inventories['VCPU'].total == 16
+    assert world.records[second].provider.name == 'second'
+    rebuilt = snapshot_module.World(
+        world.version, snapshot_module._records(store.engine))
+    assert sorted(world.records) == sorted(rebuilt.records)
+
+
 # Requests and copies of the graph leave no reference cycles behind.
 #
 # graph/snapshot.py's settle() freezes every live object out of the garbage
