@@ -221,8 +221,7 @@ def check_providers_exist(requested_rps, providers):
                 "exist." % rp, uuid=rp)
 
 
-def apply(store, requests, retries, client_generations=None,
-          bump_emptied=True):
+def apply(store, requests, retries, client_generations=None):
     """Read, check and write ``requests`` atomically, retrying when another
     writer changed a provider or consumer in between.
 
@@ -246,11 +245,40 @@ def apply(store, requests, retries, client_generations=None,
         check_consumer_generations(consumers, client_generations)
         check_providers_exist(requested_rps, providers)
         return store.write_allocations(plan_write(
-            requests, consumers, providers, bump_emptied=bump_emptied))
+            requests, consumers, providers))
 
-    if retries.write(store, requested_rps, [r.uuid for r in requests],
-                     attempt):
-        return
-    raise errors.ConcurrentUpdate(
-        'Another thread concurrently updated the resource provider data. '
-        'Please retry your update')
+    _write(store, retries, requested_rps, [r.uuid for r in requests],
+           attempt)
+
+
+class NoAllocations(errors.DomainError):
+    """The consumer holds no allocation (404 in the API)."""
+
+
+def remove_allocations(store, consumer_uuid, retries):
+    """Remove every allocation of ``consumer_uuid`` (DELETE
+    /allocations/{consumer}), as apply() does an empty request of its
+    project and user; NoAllocations when it holds none.  What it holds is
+    read once, in the write's section: a read before, to learn whether
+    there is anything to remove, was one engine round trip in six of a
+    scheduling loop's claim."""
+    def attempt():
+        consumers, providers = store.write_states([consumer_uuid], [])
+        state = consumers[consumer_uuid]
+        if not state.allocations:
+            raise NoAllocations(
+                "No allocations for consumer '%s'" % consumer_uuid)
+        request = ConsumerRequest(
+            uuid=consumer_uuid, project_id=state.project_id,
+            user_id=state.user_id, allocations={})
+        return store.write_allocations(plan_write(
+            [request], consumers, providers, bump_emptied=False))
+
+    _write(store, retries, [], [consumer_uuid], attempt)
+
+
+def _write(store, retries, provider_uuids, consumer_uuids, attempt):
+    if not retries.write(store, provider_uuids, consumer_uuids, attempt):
+        raise errors.ConcurrentUpdate(
+            'Another thread concurrently updated the resource provider '
+            'data. Please retry your update')

@@ -1,5 +1,6 @@
 """/allocations/{consumer_uuid}, POST /allocations and
 /resource_providers/{uuid}/allocations."""
+import contextlib
 import uuid as uuidlib
 
 from oslo_utils import uuidutils
@@ -81,12 +82,19 @@ def conflict_retries(req):
         lanes=req.app.write_lanes)
 
 
-def _apply(req, requests, client_generations, unknown_class_message,
-           bump_emptied=True):
-    try:
+def _apply(req, requests, client_generations, unknown_class_message):
+    with _answering(unknown_class_message):
         domain.apply(req.store, requests, conflict_retries(req),
-                     client_generations=client_generations,
-                     bump_emptied=bump_emptied)
+                     client_generations=client_generations)
+
+
+@contextlib.contextmanager
+def _answering(unknown_class_message='%s'):
+    """The API's answer to what an allocation write found wrong."""
+    try:
+        yield
+    except domain.NoAllocations as exc:
+        raise errors.NotFound(exc.message)
     except domain.ConsumerGenerationConflict as exc:
         raise errors.Conflict(exc.message, code=errors.CONCURRENT_UPDATE)
     except domain.ProviderMissing as exc:
@@ -138,14 +146,7 @@ def set_allocations(req):
 @wsgi.handler()
 def delete_allocations(req):
     req.context.can(policies.ALLOC_DELETE)
-    consumer_uuid = req.path_item('consumer_uuid')
-    state, _generations, _modified = req.store.allocations_for_consumer(
-        consumer_uuid)
-    if state is None or not state.allocations:
-        raise errors.NotFound(
-            "No allocations for consumer '%s'" % consumer_uuid)
-    request = domain.ConsumerRequest(
-        uuid=consumer_uuid, project_id=state.project_id,
-        user_id=state.user_id, allocations={})
-    _apply(req, [request], None, '%s', bump_emptied=False)
+    with _answering():
+        domain.remove_allocations(req.store, req.path_item('consumer_uuid'),
+                                  conflict_retries(req))
     return wsgi.empty_response(req)
