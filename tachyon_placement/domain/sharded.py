@@ -12,7 +12,7 @@ when it first writes into it.
 import collections.abc
 import itertools
 
-_SHARDS = 128
+_SHARDS = 1024
 _MASK = _SHARDS - 1
 
 

@@ -302,7 +302,7 @@ class WorldReader:
         if found is None:
             found = {}
             reached = {}
-            for record in world.by_trait.get(domain.SHARING_TRAIT, ()):
+            for record in world.sharing:
                 members = tuple([world.by_aggregate[agg]
                                  for agg in sorted(record.aggregates)])
                 # The very record and member lists as in an earlier copy
@@ -357,7 +357,7 @@ class WorldReader:
             return placement_order(roots)
         world = self.world
         wanted = roots if isinstance(roots, (set, frozenset)) else set(roots)
-        if len(wanted) * 16 >= len(world.roots):
+        if len(wanted) * 16 >= len(world.root_uuids):
             # Most roots: filter the ranking's own order of all of them.
             ordered = filter(wanted.__contains__,
                              ranked.best_first(world.root_uuids))
@@ -393,7 +393,7 @@ class WorldReader:
         world = self.world
         wanted = (uuids if isinstance(uuids, (set, frozenset))
                   else set(uuids))
-        if len(wanted) * 16 >= len(world.roots):
+        if len(wanted) * 16 >= len(world.root_uuids):
             # Lazily: see weighed.
             return filter(wanted.__contains__, world.root_uuids)
         records = world.records

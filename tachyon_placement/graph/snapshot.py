@@ -18,6 +18,7 @@ import operator
 import threading
 import time
 
+from tachyon_placement.domain import candidates as candidate_rules
 from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.domain import sharded
@@ -221,9 +222,17 @@ def _classes_of(record):
     return record.inventories
 
 
+def _if_sharing(record):
+    return (None,) if candidate_rules.SHARING_TRAIT in record.traits else ()
+
+
 # The indexes of a World: {name: what a record is filed under}; each index
-# is {key: [records with that key, in creation order]} ('ordered' and
-# 'roots' file under None).
+# is {key: [records with that key, in creation order]} ('ordered', 'roots'
+# and 'sharing' file under None).  'sharing' is by_trait's list of the
+# sharing trait on its own: every candidate request reads it, and a write
+# that patched by_trait copied the lists of each trait of the provider it
+# changed (a compute node's: tens of thousands of entries at 10,000
+# hosts, a twentieth of a scheduling loop's candidate request).
 _INDEXES = {
     'ordered': _everyone,
     'trees': _root_of,
@@ -231,7 +240,12 @@ _INDEXES = {
     'by_aggregate': _aggregates_of,
     'by_class': _classes_of,
     'roots': _if_root,
+    'sharing': _if_sharing,
 }
+# Indexes of as many keys as trees: sharded (domain/sharded.py), since
+# each patch (see _patched_index) copies the index (a dict of 10,000
+# roots: another twentieth of that request).
+_SHARDED_INDEXES = frozenset(['trees'])
 
 
 def _keys_of(name):
@@ -257,14 +271,14 @@ def _is_room(name):
     return isinstance(name, tuple)
 
 
-def _index(records, keys_of):
+def _index(records, keys_of, sharded_index=False):
     """{key: [records with that key, in creation order]}; ``records`` in
     creation order."""
     index = {}
     for record in records:
         for key in keys_of(record):
             index.setdefault(key, []).append(record)
-    return index
+    return sharded.ShardedDict.of(index) if sharded_index else index
 
 
 def _at(entries, record):
@@ -307,7 +321,7 @@ def _patched_index(index, keys_of, steps):
     are shared with the World it came from, which other threads may still
     be reading.
     """
-    index = dict(index)
+    index = index.copy()
     touched = {}
 
     def entries(key):
@@ -524,7 +538,8 @@ class World:
                 index = _index(self.by_class.get(name[1], ()),
                                _keys_of(name))
             else:
-                index = _index(self.ordered, _INDEXES[name])
+                index = _index(self.ordered, _INDEXES[name],
+                               name in _SHARDED_INDEXES)
             # Two threads may both make it: the same index either way.
             self._built[name] = index
             self._pending.pop(name, None)
@@ -551,6 +566,11 @@ class World:
     @property
     def by_class(self):
         return self._index_of('by_class')
+
+    @property
+    def sharing(self):
+        """The sharing providers in creation order."""
+        return self._index_of('sharing').get(None, [])
 
     def narrowed(self, filters):
         """Records in creation order, each with room for every resource

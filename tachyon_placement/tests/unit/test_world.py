@@ -8,7 +8,7 @@ from tachyon_placement.graph import snapshot
 from tachyon_placement.tests.unit import test_provider_domain
 from tachyon_placement.weighing import model as weighing_model
 
-TRAITS = ['CUSTOM_A', 'CUSTOM_B', 'CUSTOM_C']
+TRAITS = ['CUSTOM_A', 'CUSTOM_B', 'CUSTOM_C', 'MISC_SHARES_VIA_AGGREGATE']
 AGGS = ['agg-1', 'agg-2']
 CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB']
 WEIGHERS = tuple(weighing_model.Weigher.from_document(name, document)
@@ -39,6 +39,7 @@ def _indexes(world):
             'by_aggregate': uuids(world.by_aggregate),
             'by_class': uuids(world.by_class),
             'roots': [record.uuid for record in world.roots],
+            'sharing': [record.uuid for record in world.sharing],
             'root_uuids': list(world.root_uuids),
             'rc_roots': {(rc, amount): world.rc_roots(rc, amount)
                          for rc in CLASSES for amount in (1, 4, 7)},
