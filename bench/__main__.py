@@ -217,6 +217,22 @@ def machine_info():
     return info
 
 
+def _note_cpu(entry, stats, cpu_used):
+    """Put in a scheduling loop's ``entry`` the CPU each service's
+    processes (API and engine) spent per claim, and how busy the machine
+    was (the clients share it): the services took turns, so each one's
+    processes worked only in its own turns."""
+    if cpu_used is None:
+        return
+    used, share = cpu_used
+    for name, st in stats.items():
+        if st.claims and name in used:
+            entry[name]['cpu_ms_per_claim'] = round(
+                1000.0 * used[name] / st.claims, 2)
+    if share is not None:
+        entry['machine_busy_percent'] = round(100.0 * share, 1)
+
+
 def _say(msg):
     svcs.log(msg)
 
@@ -443,9 +459,14 @@ def run(args, results, started, sampler_box):
                        '/allocation_candidates %s, PUT /allocations on the '
                        'first candidate, DELETE' % (c, SCHED_QUERY),
                        stats, 'sched')
-        _say('  ' + '; '.join('%s %s claims/s, %d errors' % (
-            n, entry[n]['claims_per_s'], entry[n]['errors'])
-            for n in stats))
+        _note_cpu(entry, stats, sampler.cpu_used(name))
+        _say('  ' + '; '.join('%s %s claims/s, %d errors, %s ms of service '
+                              'CPU per claim' % (
+                                  n, entry[n]['claims_per_s'],
+                                  entry[n]['errors'],
+                                  entry[n].get('cpu_ms_per_claim'))
+                              for n in stats)
+             + '; machine %s %% busy' % entry.get('machine_busy_percent'))
 
     # -- fill race -----------------------------------------------------------
     if args.race_concurrency and loaded:

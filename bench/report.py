@@ -130,6 +130,9 @@ def workload_rows(name, per_service, labels):
             results = ','.join(str(k) for k in results)
         elif 'expected_claims' in s:
             results = '%d/%d claims' % (s['claims'], s['expected_claims'])
+        elif s.get('cpu_ms_per_claim') is not None:
+            # The scheduling loop: the service's CPU (API and engine).
+            results = '%s ms CPU/claim' % _fmt(s['cpu_ms_per_claim'])
         rows.append([
             name, labels[svc], str(s.get('ok')), err,
             _fmt(latency(s, 'p50_ms')), _fmt(latency(s, 'p95_ms')),

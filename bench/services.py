@@ -142,6 +142,28 @@ def children(pid):
     return kids
 
 
+_TICKS = os.sysconf('SC_CLK_TCK')
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds a process has used (0 when gone)."""
+    try:
+        with open('/proc/%d/stat' % pid, 'rb') as f:
+            fields = f.read().rpartition(b')')[2].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def machine_cpu_seconds():
+    """(busy, total) CPU seconds of the machine since boot, all cores
+    (/proc/stat: busy is everything but idle and iowait)."""
+    with open('/proc/stat') as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    total = sum(ticks[:8])        # guest time is counted in user already
+    return (total - ticks[3] - ticks[4]) / _TICKS, total / _TICKS
+
+
 def rss_kib(pid):
     try:
         with open('/proc/%d/status' % pid) as f:
@@ -800,7 +822,10 @@ class TachyonService(Service):
 
 class RssSampler(threading.Thread):
     """Samples the summed RSS of each service's processes; keeps the peak
-    per phase label and overall."""
+    per phase label and overall.  Also notes, at the start of each phase,
+    the CPU its processes and the machine have used, for the CPU spent in
+    the phase so far (cpu_used): throughput on a shared machine moves with
+    the hour, CPU per request much less."""
 
     def __init__(self, services, interval=0.2):
         super().__init__(name='rss-sampler', daemon=True)
@@ -809,6 +834,9 @@ class RssSampler(threading.Thread):
         self.phase = 'start'
         self.peaks = {}         # (service name, phase) -> KiB
         self.peak = {}          # service name -> KiB
+        # phase -> ({service name: its CPU seconds}, the machine's
+        # (busy, total) CPU seconds) when the phase started
+        self.cpu_at_start = {}
         self._stop_event = threading.Event()
         self._lock = threading.Lock()
 
@@ -816,7 +844,29 @@ class RssSampler(threading.Thread):
         self.sample()           # the end of the previous phase
         with self._lock:
             self.phase = phase
+            self.cpu_at_start[phase] = (self._service_cpu(),
+                                        machine_cpu_seconds())
         self.sample()
+
+    def _service_cpu(self):
+        return {svc.name: sum(map(cpu_seconds, svc.pids()))
+                for svc in self.services}
+
+    def cpu_used(self, phase):
+        """({service name: CPU seconds its processes used}, the fraction
+        of the machine's CPU in use) from the start of ``phase`` to now;
+        None before it started."""
+        with self._lock:
+            started = self.cpu_at_start.get(phase)
+        if started is None:
+            return None
+        services, (busy, total) = started
+        now_busy, now_total = machine_cpu_seconds()
+        used = {name: round(seconds - services.get(name, 0.0), 2)
+                for name, seconds in self._service_cpu().items()}
+        share = (now_busy - busy) / (now_total - total) if (
+            now_total > total) else None
+        return used, share
 
     def sample(self):
         for svc in self.services:
