@@ -21,7 +21,7 @@ from tachyon_placement.tests.functional.fixtures import engine as engines
 pytestmark = pytest.mark.skipif(
     engines.NEO4J_URI is not None,
     reason='FalkorDB plans: Neo4j seeks its index for a null as for any '
-           'value')
+           'value, and plans its own ranges')
 
 
 @pytest.fixture
