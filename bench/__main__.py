@@ -86,7 +86,8 @@ def parse_args(argv):
                         '(default 20)')
     p.add_argument('--slice-seconds', type=float, default=2.5,
                    help='interleaving slice of the scheduling loop '
-                        '(default 2.5)')
+                        '(default 2.5; a service measured alone runs its '
+                        'whole time in one)')
     p.add_argument('--race-concurrency', type=int, default=16,
                    help='clients in the fill race (0 to skip; default 16)')
     p.add_argument('--race-seconds', type=float, default=300)
