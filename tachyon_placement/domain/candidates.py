@@ -136,7 +136,7 @@ class ProviderNode:
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
                  'sym_class', 'anchors', 'room', 'fit_memo', 'found_memo',
-                 '_summary', 'serial')
+                 '_summary', '_tree_summaries', 'serial')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
                  traits=(), aggregates=(), inventories=None):
@@ -160,8 +160,8 @@ class ProviderNode:
         # {slot signature: does it fit}: the node never changes, so this
         # holds across requests.
         self.fit_memo = None
-        # {search key: (serials of the sharing providers reaching it, the
-        # allocation requests anchored here)}, on roots
+        # {search key: (serials of the sharing providers reaching it, a
+        # Run of the allocation requests anchored here)}, on roots
         # (see find_candidates): they never change either.
         self.found_memo = None
         # Unique for the process's life: names this node in other nodes'
@@ -172,6 +172,9 @@ class ProviderNode:
         # garbage collector's sight (graph/snapshot.py settle), so one in
         # a reference cycle would never be freed.
         self._summary = None
+        # On roots: a Run of the summaries of the whole tree (made on first
+        # use; a changed tree is made of new nodes).
+        self._tree_summaries = None
 
     def __repr__(self):
         return 'ProviderNode(%s)' % self.uuid
@@ -349,10 +352,6 @@ class AllocationRequest:
     # The roots of the providers in ``allocations`` (for the summaries).
     roots: frozenset = dataclasses.field(default=frozenset(), compare=False,
                                          repr=False)
-    # {render shape: the request as JSON}, for the API's renderer (a
-    # request is remembered and shared by later searches: never changed).
-    encoded: dict = dataclasses.field(default=None, compare=False,
-                                      repr=False)
 
 
 class ProviderSummary(collections.namedtuple(
@@ -379,10 +378,35 @@ class SummarizedProvider:
         self.encoded = None
 
 
+class Run:
+    """Items that a candidate document always lists together, in this
+    order: the requests a search remembered at an anchor, or the summaries
+    of a whole tree.  Made once and shared by every document that lists
+    them (never changed): ``encoded`` is {render shape: the items as JSON,
+    joined}, for the API's renderer, so that a document of a thousand
+    requests joins a hundred pieces encoded before.
+
+    ``roots``: the roots the items' providers belong to; ``sharing_only``:
+    whether an item (a request) is made of sharing providers alone.
+    """
+
+    __slots__ = ('items', 'roots', 'sharing_only', 'encoded')
+
+    def __init__(self, items, roots=frozenset(), sharing_only=False):
+        self.items = items
+        self.roots = roots
+        self.sharing_only = sharing_only
+        self.encoded = None
+
+
 @dataclasses.dataclass
 class Candidates:
     allocation_requests: list
     provider_summaries: list
+    # The same lists in pieces, in order: Runs and single items (None:
+    # item by item).
+    request_pieces: list = None
+    summary_pieces: list = None
 
 
 def empty():
@@ -1086,9 +1110,10 @@ def find_candidates(snapshot, groups, wide, settings=None,
     def stream(anchor_node, search):
         """(anchor, request, made of sharing providers alone) of each
         candidate anchored at ``anchor_node``, remembered on it (with the
-        sharing providers reaching it) when they were all asked for."""
-        if isinstance(search, tuple):
-            yield from search
+        sharing providers reaching it) when they were all asked for; what
+        was remembered comes as one _Remembered."""
+        if isinstance(search, _Remembered):
+            yield search
             return
         anchor = search.anchor
         # Only candidates made of sharing providers alone can come out of
@@ -1109,7 +1134,7 @@ def find_candidates(snapshot, groups, wide, settings=None,
             elif len(memo) >= _FIT_MEMO_SIZE:
                 memo.clear()
             memo[memo_key] = (_serials(snapshot.reaching(anchor)),
-                              tuple(found))
+                              _remember(found))
 
     if interleave:
         produced = _roundrobin(stream(*found) for found in searches())
@@ -1120,44 +1145,104 @@ def find_candidates(snapshot, groups, wide, settings=None,
     refiner = settings.refiner
     ranked = refiner is not None and refiner.ranks
     results = []
+    # results in pieces: whole Runs of remembered requests, single ones.
+    pieces = []
     seen = set()
     generated = 0
     # With a ranking refiner, the anchor at which the limit was reached
     # is searched to its end, so that its best requests can come first.
     finishing = None
-    for anchor, request, shared_only in produced:
-        if finishing is not None and anchor != finishing:
-            break
-        if refiner is not None and not refiner.accept(request):
-            continue
-        if shared_only:
-            identity = _identity(request)
-            if identity in seen:
+    for produced_item in produced:
+        if type(produced_item) is _Remembered:
+            run = produced_item.run
+            if not (run.sharing_only or exclude_nested or refiner
+                    is not None):
+                # Nothing to check request by request: the anchor's
+                # requests go in whole, or as many as the limits leave.
+                taken = len(run.items)
+                if maximum >= 0:
+                    taken = min(taken, maximum - generated)
+                if stop_at is not None:
+                    taken = min(taken, stop_at - len(results))
+                if taken == len(run.items):
+                    pieces.append(run)
+                    results.extend(run.items)
+                else:
+                    pieces.extend(run.items[:taken])
+                    results.extend(run.items[:taken])
+                generated += taken
+                batches.produced = generated
+                if ((maximum >= 0 and generated >= maximum)
+                        or (stop_at is not None
+                            and len(results) >= stop_at)):
+                    break
                 continue
-            seen.add(identity)
-        generated += 1
-        batches.produced = generated
-        if not (exclude_nested and _nested(snapshot, request)):
-            results.append(request)
-        if maximum >= 0 and generated >= maximum:
-            break
-        if stop_at is not None and len(results) >= stop_at:
-            if not ranked:
+            found = produced_item.found
+        else:
+            found = (produced_item,)
+        stop = False
+        for anchor, request, shared_only in found:
+            if finishing is not None and anchor != finishing:
+                stop = True
                 break
-            finishing = anchor
+            if refiner is not None and not refiner.accept(request):
+                continue
+            if shared_only:
+                identity = _identity(request)
+                if identity in seen:
+                    continue
+                seen.add(identity)
+            generated += 1
+            batches.produced = generated
+            if not (exclude_nested and _nested(snapshot, request)):
+                results.append(request)
+                pieces.append(request)
+            if maximum >= 0 and generated >= maximum:
+                stop = True
+                break
+            if stop_at is not None and len(results) >= stop_at:
+                if not ranked:
+                    stop = True
+                    break
+                finishing = anchor
+        if stop:
+            break
 
     if ranked:
         results = _order_within_anchors(results, refiner.rank)
+        pieces = None
     everything = results
     if limit and limit < len(results):
         results = (rng.sample(results, limit) if rng is not None
                    else results[:limit])
+        pieces = None
     elif rng is not None:
         rng.shuffle(results)
+        pieces = None
+    summaries, summary_pieces = _summaries(
+        snapshot, pieces or results, everything, settings.nested_aware)
     return Candidates(
-        allocation_requests=results,
-        provider_summaries=_summaries(snapshot, results, everything,
-                                      settings.nested_aware))
+        allocation_requests=results, provider_summaries=summaries,
+        request_pieces=pieces, summary_pieces=summary_pieces)
+
+
+class _Remembered(collections.namedtuple('_Remembered', 'run found')):
+    """What a search found at an anchor, remembered: ``found`` as
+    find_candidates streams it ((anchor, request, made of sharing
+    providers alone) each), ``run`` the requests alone (a Run)."""
+    __slots__ = ()
+
+
+def _remember(found):
+    found = tuple(found)
+    requests = tuple([request for _anchor, request, _shared in found])
+    return _Remembered(
+        run=Run(requests,
+                roots=frozenset().union(*[request.roots
+                                          for request in requests]),
+                sharing_only=any(shared for _anchor, _request, shared
+                                 in found)),
+        found=found)
 
 
 def _order_within_anchors(results, rank):
@@ -1180,17 +1265,40 @@ def _nested(snapshot, request):
     return len(roots) != len(set(roots))
 
 
-def _summaries(snapshot, results, everything, nested_aware):
-    roots = set().union(*[request.roots for request in results])
+def _summaries(snapshot, pieces, everything, nested_aware):
+    """The provider summaries of the requests in ``pieces`` (Runs and
+    single requests), root by root (oldest first), and the same in pieces:
+    each tree's summaries as one Run, when every provider of the tree is
+    listed (nested-aware microversions); None otherwise."""
+    roots = set().union(*[piece.roots for piece in pieces])
     used = None
     if not nested_aware:
         used = {rp for request in everything for rp in request.allocations}
     summaries = []
+    summary_pieces = [] if used is None else None
     for root in sorted(roots, key=snapshot.root_key):
-        summaries.extend([node._summary or summarize(node)
-                          for node in snapshot.trees[root]
-                          if used is None or node.uuid in used])
-    return summaries
+        if used is None:
+            run = _tree_summaries(snapshot, root)
+            summaries.extend(run.items)
+            summary_pieces.append(run)
+        else:
+            summaries.extend([node._summary or summarize(node)
+                              for node in snapshot.trees[root]
+                              if node.uuid in used])
+    return summaries, summary_pieces
+
+
+def _tree_summaries(snapshot, root):
+    """A Run of the summaries of the tree of ``root``, remembered on its
+    root node."""
+    root_node = snapshot.by_uuid.get(root)
+    if root_node is not None and root_node._tree_summaries is not None:
+        return root_node._tree_summaries
+    run = Run(tuple([node._summary or summarize(node)
+                     for node in snapshot.trees[root]]))
+    if root_node is not None:
+        root_node._tree_summaries = run
+    return run
 
 
 def summarize(node):

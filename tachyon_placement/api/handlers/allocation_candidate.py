@@ -257,18 +257,19 @@ def request_summary(groups, wide):
         member_of=frozenset(member_of), groups=len(groups))
 
 
-# Each allocation request and provider summary keeps its JSON per shape:
-# the search remembers an anchor's requests, and a node's summary parts
-# never change, so a candidate document under a stream of writes is mostly
-# pieces encoded before (rendering and encoding 1,000 candidates afresh
-# was a fifth of a scheduling loop's request).  At most this many shapes
-# are kept per object.
+# A candidate document is mostly pieces that earlier documents showed too:
+# the requests a search remembered at an anchor and the summaries of a
+# whole tree come as domain Runs, which keep their JSON per shape, so a
+# document of 1,000 candidates under a stream of writes joins a few
+# hundred pieces (rendering and encoding each request and summary was a
+# fifth of a scheduling loop's request, and going over them one by one,
+# even remembered, most of what remained).  At most this many shapes are
+# kept per object.
 _SHAPES_KEPT = 16
 
 
-def _remembered(owner, shape, make, *args, braces=True):
-    """``make(*args)`` encoded (without its outer braces unless
-    ``braces``), remembered on ``owner.encoded`` by ``shape``."""
+def _remembered(owner, shape, make):
+    """``make()``, remembered on ``owner.encoded`` by ``shape``."""
     memo = owner.encoded
     found = memo.get(shape) if memo else None
     if found is None:
@@ -276,12 +277,27 @@ def _remembered(owner, shape, make, *args, braces=True):
             memo = owner.encoded = {}
         elif len(memo) >= _SHAPES_KEPT:
             memo.clear()
-        found = wsgi.encode_json(make(*args))
-        memo[shape] = found = found if braces else found[1:-1]
+        memo[shape] = found = make()
     return found
 
 
-def _render_requests(req, requests):
+def _joined(pieces, shape, encode):
+    """The items of ``pieces`` (domain Runs and single items) encoded by
+    ``encode(item)`` and joined by commas; each Run's part made once per
+    shape."""
+    parts = []
+    for piece in pieces:
+        if type(piece) is domain.Run:
+            part = _remembered(piece, shape, lambda run=piece: b','.join(
+                [encode(item) for item in run.items]))
+            if part:
+                parts.append(part)
+        else:
+            parts.append(encode(piece))
+    return b','.join(parts)
+
+
+def _render_requests(req, result):
     """The allocation requests, encoded: a JSON array's items joined."""
     if not req.has('allocations_dict'):
         shape, render = 'list', _listed
@@ -289,8 +305,11 @@ def _render_requests(req, requests):
         shape, render = 'mappings', _mapped
     else:
         shape, render = 'dict', _keyed
-    return b','.join([_remembered(request, shape, render, request)
-                      for request in requests])
+    pieces = result.request_pieces
+    if pieces is None:
+        pieces = result.allocation_requests
+    return _joined(pieces, shape,
+                   lambda request: wsgi.encode_json(render(request)))
 
 
 def _listed(request):
@@ -312,7 +331,7 @@ def _mapped(request):
     return item
 
 
-def _render_summaries(req, summaries, groups):
+def _render_summaries(req, result, groups):
     """The provider summaries, encoded: a JSON object's members joined."""
     every_class = req.has('all_inventories_in_summaries')
     requested = sorted({rc for group in groups for rc in group.resources})
@@ -322,7 +341,8 @@ def _render_summaries(req, summaries, groups):
 
     def member(summary):
         # The summaries' own dicts and lists go into the document as
-        # they are (made once per provider and never changed).
+        # they are (made once per provider and never changed).  Each
+        # member is encoded as a one-member object, braces cut off.
         provider = summary.provider
         resources = summary.resources
         if not every_class:
@@ -334,12 +354,16 @@ def _render_summaries(req, summaries, groups):
         if with_tree:
             item['parent_provider_uuid'] = provider.parent_uuid
             item['root_provider_uuid'] = provider.root_uuid
-        return {provider.uuid: item}
+        return wsgi.encode_json({provider.uuid: item})[1:-1]
 
-    # Each member is encoded as a one-member object, braces cut off.
-    return b','.join([_remembered(summary.provider, shape, member, summary,
-                                  braces=False)
-                      for summary in summaries])
+    pieces = result.summary_pieces
+    if pieces is None:
+        # Old microversions list only some providers of a tree: each
+        # summary keeps its own JSON.
+        return _joined(result.provider_summaries, shape, lambda summary: (
+            _remembered(summary.provider, shape,
+                        lambda: member(summary))))
+    return _joined(pieces, shape, member)
 
 
 @wsgi.handler(min_version='1.10', accept=wsgi.JSON)
@@ -350,7 +374,7 @@ def list_allocation_candidates(req):
     result = find(req, groups, wide)
     return wsgi.encoded_json_response(req, [
         b'{"allocation_requests":[',
-        _render_requests(req, result.allocation_requests),
+        _render_requests(req, result),
         b'],"provider_summaries":{',
-        _render_summaries(req, result.provider_summaries, groups),
+        _render_summaries(req, result, groups),
         b'}}'])

@@ -860,7 +860,18 @@ def test_cross_check_exercises_replay_and_product():
     assert used['product'] >= 10
 
 
+def flattened(pieces):
+    return [item for piece in pieces
+            for item in (piece.items if isinstance(piece, domain.Run)
+                         else (piece,))]
+
+
 def answer(result):
+    # The pieces the renderer joins are the very lists, in order.
+    if result.request_pieces is not None:
+        assert flattened(result.request_pieces) == result.allocation_requests
+    if result.summary_pieces is not None:
+        assert flattened(result.summary_pieces) == result.provider_summaries
     return ([(r.anchor, r.allocations, r.mappings)
              for r in result.allocation_requests],
             [s.provider.uuid for s in result.provider_summaries])
@@ -893,9 +904,12 @@ def compare_remembered(seed, monkeypatch):
                                                      groups, wide))
             for ask in ('first', 'second'):
                 del searched[:]
-                assert answer(domain.find_candidates(
-                    snapshot, groups, wide)) == expected
+                result = domain.find_candidates(snapshot, groups, wide)
+                assert answer(result) == expected
                 counts[ask] += len(searched)
+                counts[ask + ' runs'] += sum(
+                    isinstance(piece, domain.Run)
+                    for piece in result.request_pieces or ())
         # A write: a host's usage moves, or the sharing provider joins
         # the other aggregate.  Its tree (and the sharing provider's,
         # whose reach depends on the others) is made anew.
@@ -930,6 +944,8 @@ def test_a_search_asked_again_searches_fewer_anchors():
     counts = tally(compare_remembered, range(100))
     assert counts['first'] > 100
     assert counts['second'] < counts['first'] * 0.7
+    # What was remembered comes back whole, as Runs.
+    assert counts['second runs'] > counts['first runs']
 
 
 def test_an_extended_snapshot_indexes_what_a_fresh_one_would():
