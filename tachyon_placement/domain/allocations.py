@@ -63,7 +63,10 @@ class WritePlan:
     stamped: list           # providers whose view changes (graph version)
 
     def as_params(self):
-        return dataclasses.asdict(self)
+        # The lists as they are, made for this plan alone (asdict copied
+        # each dict deeply: about 5 % of a PUT's CPU in the interpreter).
+        return {field.name: getattr(self, field.name)
+                for field in dataclasses.fields(self)}
 
 
 def _capacity_exceeded(inventory, used_after, amount, amount_all,
