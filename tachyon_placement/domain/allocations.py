@@ -224,6 +224,32 @@ def check_providers_exist(requested_rps, providers):
                 "exist." % rp, uuid=rp)
 
 
+def _claimed(store, requests, requested_rps, client_generations):
+    """Write ``requests`` as a claim when they may be one: consumers the
+    client says are new (or does not say, before 1.28) taking resources,
+    planned on the providers' states the store holds without reading
+    (graph/allocations.py CLAIM).  True when written; False when they are
+    no claim, or the states held are too old to plan on, or the write
+    found the graph otherwise: the locked read, check and write then
+    decide, with Placement's errors."""
+    if not all(request.allocations for request in requests):
+        return False
+    if any(generation is not None
+           for generation in (client_generations or {}).values()):
+        return False
+    providers = store.held_provider_states(requested_rps)
+    if providers is None:
+        return False
+    try:
+        plan = plan_write(requests, {request.uuid: ConsumerState(request.uuid)
+                                     for request in requests}, providers)
+    except InvalidAllocation:
+        return False
+    claims = [dict(delta, **providers[delta['rp']].inventories[
+        delta['rc']].as_dict()) for delta in plan.deltas]
+    return store.write_claim(plan, claims)
+
+
 def apply(store, requests, retries, client_generations=None):
     """Read, check and write ``requests`` atomically, retrying when another
     writer changed a provider or consumer in between.
@@ -241,6 +267,9 @@ def apply(store, requests, retries, client_generations=None):
                          for amounts in request.allocations.values()
                          for rc in amounts}
     check_classes_exist(store, requested_classes)
+
+    if _claimed(store, requests, requested_rps, client_generations):
+        return
 
     def attempt():
         consumers, providers = store.write_states(

@@ -823,6 +823,11 @@ class WorldCache:
         # time the copy moves forward (the change feed listens).
         self.listeners = []
 
+    def latest(self):
+        """The copy as it is (None before the first), without asking the
+        engine whether the graph moved."""
+        return self._world
+
     def current(self):
         world = self._world
         if world is None:

@@ -105,11 +105,26 @@ class FakeStore:
     """Just enough of the store port for apply(): the write fails the
     first ``conflicts`` times, as if another writer got in first."""
 
-    def __init__(self, conflicts):
+    def __init__(self, conflicts, held=None, claim_fits=True):
+        """``held``: the ProviderStates the store holds without reading
+        (None: no copy of the graph, so no claim); ``claim_fits``: what a
+        claim's write finds."""
         self.conflicts = conflicts
         self.writes = 0
         self.sections = []
         self.rolled_back = False
+        self.held = held
+        self.claim_fits = claim_fits
+        self.claims = []
+
+    def held_provider_states(self, provider_uuids):
+        if self.held is None or not set(provider_uuids) <= set(self.held):
+            return None
+        return {uuid: self.held[uuid] for uuid in provider_uuids}
+
+    def write_claim(self, plan, claims):
+        self.claims.append((plan, claims))
+        return self.claim_fits
 
     @contextlib.contextmanager
     def locked_for_write(self, keys):
@@ -125,7 +140,7 @@ class FakeStore:
                  for uuid in provider_uuids if uuid == 'rp'})
 
     def missing_resource_classes(self, names):
-        return set(names) - {'VCPU'}
+        return set(names) - {'VCPU', 'MEMORY_MB'}
 
     def write_allocations(self, plan):
         self.writes += 1
@@ -229,3 +244,50 @@ def test_remove_allocations_reads_once_in_the_section_and_keeps_the_owner():
                        match="No allocations for consumer 'c'"):
         domain.remove_allocations(empty, 'c', retries(3))
     assert empty.writes == 0
+
+
+def test_a_new_consumer_is_claimed_on_the_states_held_in_one_write():
+    """No section, no read: the write checks the inventory fields the plan
+    was checked against and the room left at the usage it finds."""
+    held = {'rp': provider('rp', 7, VCPU=dict(total=8, reserved=1,
+                                              allocation_ratio=2.0,
+                                              used=3),
+                           MEMORY_MB=dict(total=4096))}
+    store = FakeStore(0, held=held)
+    domain.apply(store, [request('c', {'rp': {'VCPU': 2, 'MEMORY_MB': 512}})],
+                 retries(3), client_generations={'c': None})
+    assert store.sections == [] and store.writes == 0
+    [(written, claims)] = store.claims
+    assert written.consumer_guards == [{'uuid': 'c', 'generation': None}]
+    assert written.provider_guards == [{'uuid': 'rp', 'generation': 7}]
+    assert claims == [
+        {'rp': 'rp', 'rc': 'MEMORY_MB', 'delta': 512, 'total': 4096,
+         'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647,
+         'step_size': 1, 'allocation_ratio': 1.0},
+        {'rp': 'rp', 'rc': 'VCPU', 'delta': 2, 'total': 8, 'reserved': 1,
+         'min_unit': 1, 'max_unit': 2147483647, 'step_size': 1,
+         'allocation_ratio': 2.0}]
+
+
+def test_what_is_no_claim_or_fails_as_one_goes_the_locked_way():
+    def applied(store, allocations, generations=None):
+        domain.apply(store, [request('c', allocations)], retries(3),
+                     client_generations=generations)
+        return len(store.claims), store.writes
+
+    held = {'rp': provider('rp', VCPU=dict(total=4, used=3))}
+    # The claim's write found the graph otherwise (a consumer, a provider
+    # gone, an inventory changed or full): read, check, write.
+    assert applied(FakeStore(0, held, claim_fits=False),
+                   {'rp': {'VCPU': 1}}) == (1, 1)
+    # The states held say it does not fit: the fresh read decides.
+    assert applied(FakeStore(0, held), {'rp': {'VCPU': 2}}) == (0, 1)
+    # A consumer the client says exists; no copy of the graph; a provider
+    # the copy does not hold; emptying a consumer (DELETE).
+    store = FakeStore(0, held)
+    with pytest.raises(domain.ConsumerGenerationConflict):
+        applied(store, {'rp': {'VCPU': 1}}, {'c': 3})
+    assert store.claims == []
+    assert applied(FakeStore(0), {'rp': {'VCPU': 1}}) == (0, 1)
+    assert applied(FakeStore(0, {}), {'rp': {'VCPU': 1}}) == (0, 1)
+    assert applied(FakeStore(0, held), {}) == (0, 1)
