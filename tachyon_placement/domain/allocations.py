@@ -81,15 +81,14 @@ def _capacity_exceeded(inventory, used_after, amount, amount_all,
                 and used_after + amount_all <= previously_used)
 
 
-def plan_write(requests, consumers, providers, bump_emptied=True):
+def plan_write(requests, consumers, providers):
     """Check ``requests`` against the state read and plan the write.
 
     ``consumers``: {uuid: ConsumerState} for every requested consumer (a
     state with generation None for one that does not exist yet).
     ``providers``: {uuid: ProviderState} for every provider in the requests
     and every provider the consumers hold (requested ones must exist: the
-    caller reports a missing one).  ``bump_emptied`` False is DELETE,
-    which (like Placement) leaves provider generations alone.
+    caller reports a missing one).
     Raises InvalidAllocation with Placement's message.
     """
     old_by_key = collections.Counter()
@@ -157,8 +156,7 @@ def plan_write(requests, consumers, providers, bump_emptied=True):
         elif held:
             emptied.append(request.uuid)
             increments[request.uuid] = 1
-            if bump_emptied:
-                guarded |= set(held)
+            guarded |= set(held)
         else:
             # Nothing held, nothing wanted: the consumer is recorded (with
             # generation 0 when new) and its generation does not move.
@@ -287,26 +285,15 @@ class NoAllocations(errors.DomainError):
     """The consumer holds no allocation (404 in the API)."""
 
 
-def remove_allocations(store, consumer_uuid, retries):
+def remove_allocations(store, consumer_uuid):
     """Remove every allocation of ``consumer_uuid`` (DELETE
-    /allocations/{consumer}), as apply() does an empty request of its
-    project and user; NoAllocations when it holds none.  What it holds is
-    read once, in the write's section: a read before, to learn whether
-    there is anything to remove, was one engine round trip in six of a
-    scheduling loop's claim."""
-    def attempt():
-        consumers, providers = store.write_states([consumer_uuid], [])
-        state = consumers[consumer_uuid]
-        if not state.allocations:
-            raise NoAllocations(
-                "No allocations for consumer '%s'" % consumer_uuid)
-        request = ConsumerRequest(
-            uuid=consumer_uuid, project_id=state.project_id,
-            user_id=state.user_id, allocations={})
-        return store.write_allocations(plan_write(
-            [request], consumers, providers, bump_emptied=False))
-
-    _write(store, retries, [], [consumer_uuid], attempt)
+    /allocations/{consumer}) and the consumer, leaving provider
+    generations alone as Placement does; NoAllocations when it holds none.
+    Nothing to check against what it holds: the store does it in one
+    write (graph/allocations.py REMOVE), with no read before it."""
+    if not store.remove_allocations(consumer_uuid):
+        raise NoAllocations(
+            "No allocations for consumer '%s'" % consumer_uuid)
 
 
 def _write(store, retries, provider_uuids, consumer_uuids, attempt):

@@ -215,6 +215,47 @@ RETURN fitting AS claimed
 CLAIM = Statement('alloc_claim', neo4j=locking(_CLAIM, 'neo4j'),
                   falkordb=locking(_CLAIM, 'falkordb'), guarded=True)
 
+# DELETE /allocations/{consumer} in one statement: the consumer's
+# allocations go, the usage they held comes back to the inventories, the
+# consumer goes (as Placement drops a consumer left with nothing) and the
+# providers are stamped; provider generations stay (Placement leaves them
+# too).  Nothing to check, so nothing to read first: a locked read and a
+# guarded write were two of the five engine statements of a scheduling
+# loop's claim.  No row when the consumer holds nothing (nothing
+# written).  Neo4j locks the consumer, then its providers in uuid order
+# (STATES's order), before it reads usage.
+_REMOVE = """
+MATCH (c:Consumer {{uuid: $uuid}})
+%(lock_c)s
+WITH c
+MATCH (c)-[held:CONSUMES]->(rp:ResourceProvider)
+WITH c, rp, held.resource_class AS rc, sum(held.used) AS used
+ORDER BY rp.uuid
+%(lock_rp)s
+WITH c, collect({{rp: rp.uuid, rc: rc, used: used}}) AS taken
+CALL {{
+  WITH taken
+  UNWIND taken AS back
+  MATCH (:ResourceProvider {{uuid: back.rp}})-[inv:PROVIDES]->
+        (:ResourceClass {{name: back.rc}})
+  SET inv.used = coalesce(inv.used, 0) - back.used
+}}
+WITH c, taken
+DETACH DELETE c
+WITH taken
+""" + versioning.BUMP_FORMAT + """
+CALL {{
+  WITH stamp, taken
+  UNWIND taken AS back
+  MATCH (stamped:ResourceProvider {{uuid: back.rp}})
+  SET stamped.stamp = stamp
+}}
+RETURN size(taken) AS removed
+"""
+
+REMOVE = Statement('alloc_remove', neo4j=locking(_REMOVE, 'neo4j'),
+                   falkordb=locking(_REMOVE, 'falkordb'))
+
 STATES = Statement('alloc_states', neo4j=locking(_STATES, 'neo4j'),
                    falkordb=locking(_STATES, 'falkordb'))
 
@@ -283,6 +324,11 @@ class AllocationStore:
                                           **plan.as_params()))
         except engine.ConstraintViolation:
             return False  # another writer created one of the consumers
+
+    def remove_allocations(self, consumer_uuid):
+        """Remove every allocation of ``consumer_uuid`` and the consumer
+        (see REMOVE); False when it holds none (nothing written)."""
+        return bool(self.engine.write(REMOVE, uuid=consumer_uuid))
 
     def locked_for_write(self, keys):
         """The section in which one attempt of an allocation or reshape

@@ -147,6 +147,5 @@ def set_allocations(req):
 def delete_allocations(req):
     req.context.can(policies.ALLOC_DELETE)
     with _answering():
-        domain.remove_allocations(req.store, req.path_item('consumer_uuid'),
-                                  conflict_retries(req))
+        domain.remove_allocations(req.store, req.path_item('consumer_uuid'))
     return wsgi.empty_response(req)

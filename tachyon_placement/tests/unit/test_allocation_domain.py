@@ -74,14 +74,12 @@ def test_moving_an_allocation_plans_deltas_and_guards_new_provider_only():
     assert result.emptied == []
 
 
-def test_emptying_guards_held_providers_unless_delete():
+def test_emptying_guards_held_providers():
     rp = provider('rp', 2, VCPU=dict(total=4, used=1))
     held = domain.ConsumerState('c', 1, 'p', 'u', None, {'rp': {'VCPU': 1}})
     result = plan([request('c', {})], [rp], {'c': held})
     assert result.emptied == ['c']
     assert result.provider_guards == [{'uuid': 'rp', 'generation': 2}]
-    result = plan([request('c', {})], [rp], {'c': held}, bump_emptied=False)
-    assert result.provider_guards == []
     assert result.deltas == [{'rp': 'rp', 'rc': 'VCPU', 'delta': -1}]
 
 
@@ -206,44 +204,22 @@ def test_apply_reports_missing_provider_class_and_stale_consumer():
                      retries(3), client_generations={'c': 4})
 
 
-def test_remove_allocations_reads_once_in_the_section_and_keeps_the_owner():
-    """DELETE /allocations/{consumer}: what the consumer holds is read in
-    the write's section (no read before it); the consumer keeps its
-    project and user, the providers it held lose the usage without a
-    guard; one that holds nothing is NoAllocations, with nothing
-    written."""
-    held = domain.ConsumerState('c', generation=3, project_id='p',
-                                user_id='u', allocations={'rp': {'VCPU': 2}})
-    written = []
+def test_remove_allocations_is_one_write_without_a_read():
+    """DELETE /allocations/{consumer}: no section, no read, one write;
+    a consumer that holds nothing is NoAllocations."""
+    removed = []
 
-    def holding(conflicts):
-        store = FakeStore(conflicts)
-        store.write_states = lambda consumers, providers: (
-            store.sections[-1].append((sorted(providers), list(consumers)))
-            or ({'c': held},
-                {'rp': provider('rp', VCPU=dict(total=4, used=2))}))
-        write = store.write_allocations
-        store.write_allocations = lambda plan: (
-            written.append(plan) or write(plan))
-        return store
-    store = holding(conflicts=1)
-    domain.remove_allocations(store, 'c', retries(3))
-    assert store.sections == [[['c'], ([], ['c']), 'closed']] * 2
-    plan = written[-1]
-    assert plan.consumer_guards == [{'uuid': 'c', 'generation': 3}]
-    assert plan.provider_guards == []
-    assert plan.allocations == []
-    assert [(c['uuid'], c['project_id'], c['user_id'])
-            for c in plan.consumers] == [('c', 'p', 'u')]
-    assert plan.as_params()['deltas'] == [
-        {'rp': 'rp', 'rc': 'VCPU', 'delta': -2}]
-    with pytest.raises(errors.ConcurrentUpdate):
-        domain.remove_allocations(holding(conflicts=5), 'c', retries(3))
-    empty = FakeStore(conflicts=0)
+    class Removing(FakeStore):
+        def remove_allocations(self, consumer_uuid):
+            removed.append(consumer_uuid)
+            return consumer_uuid == 'c'
+    store = Removing(conflicts=0)
+    domain.remove_allocations(store, 'c')
     with pytest.raises(domain.NoAllocations,
-                       match="No allocations for consumer 'c'"):
-        domain.remove_allocations(empty, 'c', retries(3))
-    assert empty.writes == 0
+                       match="No allocations for consumer 'other'"):
+        domain.remove_allocations(store, 'other')
+    assert removed == ['c', 'other']
+    assert store.sections == [] and store.writes == 0
 
 
 def test_a_new_consumer_is_claimed_on_the_states_held_in_one_write():
