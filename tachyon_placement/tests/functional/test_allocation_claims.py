@@ -111,3 +111,79 @@ def test_a_claim_takes_no_more_than_the_room_left_under_races(service):
             if seed.call('GET', '/allocations/%s' % consumer)['allocations']]
     assert len(held) == 3
     assert usages['usages']['VCPU'] == 9
+
+
+def test_delete_is_one_write_that_gives_back_what_the_consumer_held(
+        service, monkeypatch):
+    """DELETE /allocations/{consumer}: one statement (REMOVE) takes the
+    allocations and the consumer away and gives the usage back on every
+    provider it held; provider generations stay, the copy of the graph
+    sees the usage at once; a consumer holding nothing is a 404 that
+    writes nothing."""
+    store, seed = service.app.store, service.seed
+    hosts = [seed.create_provider(name) for name in ('left', 'right')]
+    for host in hosts:
+        seed.add_inventory(host, 'VCPU', 8)
+    body = {'allocations': {host: {'resources': {'VCPU': 3}}
+                            for host in hosts},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'}
+    seed.call('PUT', '/allocations/%s' % A, body)
+    seed.call('PUT', '/allocations/%s' % B, _claim(B, hosts[0], 1))
+    generations = [seed.generation(host) for host in hosts]
+    writes = []
+    write = store.engine.write
+
+    def recorded(statement, **params):
+        writes.append(statement.name)
+        return write(statement, **params)
+    monkeypatch.setattr(store.engine, 'write', recorded)
+
+    seed.call('DELETE', '/allocations/%s' % A)
+    assert writes == ['alloc_remove']
+    assert [seed.call('GET', '/resource_providers/%s/usages' % host)[
+        'usages']['VCPU'] for host in hosts] == [1, 0]
+    assert [seed.generation(host) for host in hosts] == generations
+    assert seed.call('GET', '/allocations/%s' % A)['allocations'] == {}
+    assert seed.call('GET', '/allocations/%s' % B)['allocations'] == {
+        hosts[0]: {'generation': generations[0], 'resources': {'VCPU': 1}}}
+    # What candidates read (the process's copy) has the usage back.
+    world = store.worlds.current()
+    assert world.records[hosts[1]].inventories['VCPU'].used == 0
+
+    del writes[:]
+    missing = seed.call('DELETE', '/allocations/%s' % A, expect=(404,))
+    assert ("No allocations for consumer '%s'" % A
+            in missing['errors'][0]['detail'])
+    assert writes == ['alloc_remove']
+    assert seed.call('GET', '/resource_providers/%s/usages' % hosts[0])[
+        'usages']['VCPU'] == 1
+
+
+def test_deletes_racing_claims_leave_the_usage_the_held_allocations_make(
+        service):
+    """Threads claim and delete on one host at once: every DELETE gives
+    back exactly what its consumer held."""
+    import concurrent.futures
+    import uuid as uuid_module
+    seed = service.seed
+    host = seed.create_provider('churned')
+    seed.add_inventory(host, 'VCPU', 64)
+    kept = [str(uuid_module.uuid4()) for _ in range(8)]
+
+    def churn(index):
+        consumer = str(uuid_module.uuid4())
+        seed.call('PUT', '/allocations/%s' % consumer,
+                  _claim(consumer, host, 1 + index % 3))
+        seed.call('DELETE', '/allocations/%s' % consumer)
+        if index < len(kept):
+            seed.call('PUT', '/allocations/%s' % kept[index],
+                      _claim(kept[index], host, 2))
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(churn, range(48)))
+    usages = seed.call('GET', '/resource_providers/%s/usages' % host)
+    assert usages['usages']['VCPU'] == 2 * len(kept)
+    allocations = seed.call('GET', '/resource_providers/%s/allocations'
+                            % host)['allocations']
+    assert sorted(allocations) == sorted(kept)
