@@ -2,22 +2,23 @@
 the process holds, written in one guarded statement (graph/allocations.py
 CLAIM); whatever the graph became since, it writes only what a locked
 read, check and write would have written, and otherwise that path
-decides, with Placement's answer."""
-import pytest
-
-from tachyon_placement.tests.functional.fixtures import gabbits
-
+decides, with Placement's answer; and removals in one statement
+(REMOVE)."""
 A, B, C = ('1b9f3c2e-8a4d-4c61-9e0f-5d7a2b3c4e01',
            '2c8e4d3f-9b5e-4d72-8f1a-6e8b3c4d5f02',
            '3d7f5e4a-0c6f-4e83-9a2b-7f9c4d5e6a03')
 
 
-@pytest.fixture
-def service():
-    fixture = gabbits.APIFixture()
-    fixture.start_fixture()
-    yield fixture
-    fixture.stop_fixture()
+def _recorded_writes(store, monkeypatch):
+    """The names of the statements the engine writes from now on."""
+    writes = []
+    write = store.engine.write
+
+    def recorded(statement, **params):
+        writes.append(statement.name)
+        return write(statement, **params)
+    monkeypatch.setattr(store.engine, 'write', recorded)
+    return writes
 
 
 def _claim(consumer, host, vcpu, generation=None):
@@ -36,13 +37,7 @@ def test_a_claim_on_an_old_copy_writes_only_what_the_graph_allows(
     # now: no VCPU used, 4 in all.
     old = store.worlds.current()
     monkeypatch.setattr(store.worlds, 'latest', lambda: old)
-    writes = []
-    write = store.engine.write
-
-    def recorded(statement, **params):
-        writes.append(statement.name)
-        return write(statement, **params)
-    monkeypatch.setattr(store.engine, 'write', recorded)
+    writes = _recorded_writes(store, monkeypatch)
 
     def put(consumer, vcpu, generation=None, expect=(204,)):
         del writes[:]
@@ -131,13 +126,7 @@ def test_delete_is_one_write_that_gives_back_what_the_consumer_held(
     seed.call('PUT', '/allocations/%s' % A, body)
     seed.call('PUT', '/allocations/%s' % B, _claim(B, hosts[0], 1))
     generations = [seed.generation(host) for host in hosts]
-    writes = []
-    write = store.engine.write
-
-    def recorded(statement, **params):
-        writes.append(statement.name)
-        return write(statement, **params)
-    monkeypatch.setattr(store.engine, 'write', recorded)
+    writes = _recorded_writes(store, monkeypatch)
 
     seed.call('DELETE', '/allocations/%s' % A)
     assert writes == ['alloc_remove']

@@ -3,10 +3,7 @@ that provider (the contract the per-process graph snapshot relies on)."""
 import collections
 import gc
 
-import pytest
-
 from tachyon_placement.graph.cypher import Statement
-from tachyon_placement.tests.functional.fixtures import gabbits
 
 STAMPS = Statement('test_stamps', common="""
 MATCH (rp:ResourceProvider)
@@ -15,14 +12,6 @@ RETURN rp.name AS name, rp.stamp AS stamp, rp.labels_stamp AS labels_stamp
 TOMBSTONES = Statement('test_tombstones', common="""
 MATCH (t:Tombstone) RETURN t.uuid AS uuid, t.stamp AS stamp
 """)
-
-
-@pytest.fixture
-def service():
-    fixture = gabbits.APIFixture()
-    fixture.start_fixture()
-    yield fixture
-    fixture.stop_fixture()
 
 
 def _stamps(service):
