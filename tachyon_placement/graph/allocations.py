@@ -8,7 +8,9 @@ inventory edge as ``PROVIDES.used`` so capacity checks never aggregate.
 An attempt of an allocation write reads with STATES (which takes the
 write locks on Neo4j) and writes with the one guarded statement WRITE: it
 re-reads the generations of the providers and consumers and writes only
-when all still match.
+when all still match.  Two writes need no read first: a claim for new
+consumers (CLAIM, which checks the inventories and room it relies on)
+and the removal of a consumer's allocations (REMOVE).
 """
 from tachyon_placement.domain import allocations as domain
 from tachyon_placement.domain import models
