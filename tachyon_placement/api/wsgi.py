@@ -197,6 +197,14 @@ def encode_json(data):
         return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
 
 
+def to_keep(encoded):
+    """``encoded`` (bytes) in an object sized to fit, for a memo: orjson's
+    bytes keep the buffer they were written in, 4 KiB for a document of a
+    few hundred bytes, so the 30,000 provider documents a list remembers
+    held 122 MiB instead of 23."""
+    return bytes(memoryview(encoded))
+
+
 def encoded_json_response(req, body, status=200, last_modified=None):
     """json_response() of a document already encoded: ``body``, bytes or
     a list of bytes sent one after the other (the pieces of a large

@@ -42,7 +42,10 @@ class Change(collections.namedtuple('Change', 'cursor kind key state')):
         if found is None:
             if len(ENCODED) >= ENCODED_KEPT:
                 ENCODED.clear()
-            found = ENCODED[identity] = orjson.dumps(render(self))
+            # Sized to fit: orjson's bytes keep the 4 KiB buffer they
+            # were written in.
+            found = ENCODED[identity] = bytes(memoryview(
+                orjson.dumps(render(self))))
         return found
 
     def event(self):

@@ -277,7 +277,7 @@ def _remembered(owner, shape, make):
             memo = owner.encoded = {}
         elif len(memo) >= _SHAPES_KEPT:
             memo.clear()
-        memo[shape] = found = make()
+        memo[shape] = found = wsgi.to_keep(make())
     return found
 
 

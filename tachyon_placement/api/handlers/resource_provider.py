@@ -115,8 +115,8 @@ def _render_records(req, records):
 
 
 def _encode(req, record, shape):
-    encoded = record.rendered[shape] = orjson.dumps(
-        render(req, record.provider))
+    encoded = record.rendered[shape] = wsgi.to_keep(orjson.dumps(
+        render(req, record.provider)))
     return encoded
 
 
