@@ -277,8 +277,11 @@ def apply(store, requests, retries, client_generations=None):
         return store.write_allocations(plan_write(
             requests, consumers, providers))
 
-    _write(store, retries, requested_rps, [r.uuid for r in requests],
-           attempt)
+    if not retries.write(store, requested_rps, [r.uuid for r in requests],
+                         attempt):
+        raise errors.ConcurrentUpdate(
+            'Another thread concurrently updated the resource provider '
+            'data. Please retry your update')
 
 
 class NoAllocations(errors.DomainError):
@@ -294,10 +297,3 @@ def remove_allocations(store, consumer_uuid):
     if not store.remove_allocations(consumer_uuid):
         raise NoAllocations(
             "No allocations for consumer '%s'" % consumer_uuid)
-
-
-def _write(store, retries, provider_uuids, consumer_uuids, attempt):
-    if not retries.write(store, provider_uuids, consumer_uuids, attempt):
-        raise errors.ConcurrentUpdate(
-            'Another thread concurrently updated the resource provider '
-            'data. Please retry your update')
