@@ -76,17 +76,23 @@ def _sse(api, headers=None, query=''):
     sock.sendall(('\r\n'.join(lines) + '\r\n\r\n').encode())
     stream = sock.makefile('rb')
     status = stream.readline().decode()
-    assert ' 200 ' in status, status
-    while stream.readline() not in (b'\r\n', b'\n'):
-        pass
-    return sock, stream
+    assert ' 200 ' in status, (status, api.log_tail())
+    while True:
+        line = stream.readline()
+        assert line, ('the stream closed in its headers', api.log_tail())
+        if line in (b'\r\n', b'\n'):
+            return sock, stream
 
 
-def _next_event(stream):
-    """The next event's (id, data), skipping comments and chunk sizes."""
+def _next_event(api, stream):
+    """The next event's (id, data), skipping comments and chunk sizes;
+    fails (with the server's log) if the stream ends first."""
     event = {}
     while True:
-        line = stream.readline().decode().rstrip('\r\n')
+        raw = stream.readline()
+        assert raw, ('the stream ended before an event', event,
+                     api.log_tail())
+        line = raw.decode().rstrip('\r\n')
         if line.startswith('id: '):
             event['id'] = int(line[4:])
         elif line.startswith('data: '):
@@ -99,14 +105,14 @@ def test_server_sent_events_resume_after_the_last_event_id(api):
     start = feed(api, '')['cursor']
     sock, stream = _sse(api, query='?since=%d' % start)
     first = _ok(api.request('POST', '/resource_providers', {'name': 'one'}))
-    event_id, data = _next_event(stream)
+    event_id, data = _next_event(api, stream)
     assert data['uuid'] == first['uuid'] and event_id > start
     sock.close()
     # Disconnected: two more changes happen meanwhile.
     second = _ok(api.request('POST', '/resource_providers', {'name': 'two'}))
     _ok(api.request('DELETE', '/resource_providers/%s' % first['uuid']))
     sock, stream = _sse(api, headers={'Last-Event-ID': str(event_id)})
-    got = [_next_event(stream)[1] for _ in range(2)]
+    got = [_next_event(api, stream)[1] for _ in range(2)]
     sock.close()
     assert [(c['uuid'], c['deleted']) for c in got] == [
         (second['uuid'], False), (first['uuid'], True)]
