@@ -214,9 +214,9 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts):
     carry their stamps) and what the engine keeps of deletions:
     ``tombstones`` [(uuid, stamp)], ``hosts`` [(name, stamp, state)],
     ``gone_hosts`` [(name, stamp)], all after ``cursor``."""
-    # Nothing stamped after the copy's version (see ChangeLog.extend): the
-    # answer resumes at that version and the rest comes after it.
-    last = world.version
+    # Nothing stamped after the version up to which the copy is whole (see
+    # ChangeLog.extend): the answer resumes there and the rest comes after.
+    last = world.complete
     changes = [Change(record.stamp, PROVIDER, uuid, record)
                for uuid, record in world.records.items()
                if cursor < record.stamp <= last]

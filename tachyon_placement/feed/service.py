@@ -49,15 +49,16 @@ class Feed:
 
     # -- filled by WorldCache ---------------------------------------------
 
-    def _observe(self, previous, world, changed, deleted, hosts):
-        """A WorldCache listener: ``world`` replaced ``previous``;
-        ``changed`` records and ``deleted`` [(uuid, stamp)] between them
-        (None: a copy made anew), ``hosts`` [(name, stamp, state or
-        None)] published or deleted since."""
+    def _observe(self, since, world, changed, deleted, hosts):
+        """A WorldCache listener: ``world`` is the copy now, whole up to
+        ``world.complete``; the previous one was whole up to ``since``
+        (None: no previous); ``changed`` records and ``deleted`` [(uuid,
+        stamp)] read after ``since`` (None: a copy made anew), ``hosts``
+        [(name, stamp, state or None)] published or deleted since."""
         if not self._filling:
             return
-        if changed is None or previous is None:
-            self.log.reset(world.version)
+        if changed is None or since is None:
+            self.log.reset(world.complete)
             return
         found = [feed_changes.Change(record.stamp, feed_changes.PROVIDER,
                                      record.uuid, record)
@@ -67,7 +68,7 @@ class Feed:
         found.extend(feed_changes.Change(stamp, feed_changes.HOST, name,
                                          state)
                      for name, stamp, state in hosts)
-        self.log.extend(previous.version, world.version, found)
+        self.log.extend(since, world.complete, found)
 
     # -- read by requests -----------------------------------------------
 
@@ -84,7 +85,7 @@ class Feed:
         # From now on the log follows the copies of the graph (complete
         # from the first copy made after this, see ChangeLog.extend).
         self._filling = True
-        world = self.store.worlds.current() if fresh else None
+        world = self.store.worlds.current(whole=True) if fresh else None
         found = self.log.after(cursor, limit)
         if found is not None:
             return found
@@ -92,11 +93,11 @@ class Feed:
         if cursor < floor:
             raise feed_changes.CursorGone(floor)
         # Older than this process's log: from its copy of the graph.
-        world = world or self.store.worlds.current()
+        world = world or self.store.worlds.current(whole=True)
         tombstones, hosts, gone_hosts = self.store.feed_since(cursor)
         everything = feed_changes.from_world(world, cursor, tombstones,
                                              hosts, gone_hosts)
-        return feed_changes.cut(everything, limit, world.version)
+        return feed_changes.cut(everything, limit, world.complete)
 
     def wait(self, cursor, timeout, limit=None):
         """changes(), waiting up to ``timeout`` seconds for some."""
@@ -178,7 +179,7 @@ class Feed:
                 pace = min(self._paces) if self._pollers <= 0 else None
                 self._hurry.clear()
             try:
-                self.store.worlds.current()
+                self.store.worlds.current(whole=True)
             except Exception:       # the next poll tries again
                 pass
             if pace is None:

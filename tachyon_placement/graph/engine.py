@@ -31,6 +31,10 @@ class Section:
 
 class Engine:
     dialect = None
+    # Whether a read sees each write whole or not at all (FalkorDB runs
+    # one query at a time); Neo4j's read-committed reads can see part of
+    # a write that is being committed (graph/snapshot.py World.complete).
+    reads_whole_commits = False
 
     def read(self, statement, **params):
         raise NotImplementedError

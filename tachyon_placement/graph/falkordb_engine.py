@@ -72,6 +72,7 @@ return released
 
 class FalkorDBEngine(engine.Engine):
     dialect = 'falkordb'
+    reads_whole_commits = True
 
     def __init__(self, graph_name, unix_socket_path=None, host=None,
                  port=None, password=None, revive=None, local_locks=True):

@@ -98,21 +98,39 @@ RETURN gone.uuid AS uuid, gone.stamp AS stamp
 # bulk load) each read the changes, and only one applies them; when it
 # may have been cut, the one that applies reads them all again (CHANGED,
 # a page at a time, and DELETED).
+#
+# The version is read first and the changes after it, each subquery
+# importing it (so Neo4j plans them on the right of an Apply, run after
+# the read): Neo4j reads at read-committed isolation, and a write that
+# committed between the two reads when the version came last (as the
+# planner had placed it) named a copy after changes it did not hold; the
+# next copy read only what came after, and the copy kept a deleted
+# provider, or an old state of one, until that provider changed again
+# (test_graph_version.py).  Read this way a copy may hold changes newer
+# than its version, which the next copy reads again.
 VERSION_AND_CHANGES = Statement('snap_version_and_changes', common="""
+%s
 CALL {
+  WITH version
   MATCH (gone:Tombstone) WHERE gone.stamp > $since
   WITH gone LIMIT $most
   RETURN collect(gone {.uuid, .stamp}) AS deleted
 }
 CALL {
+  WITH version
   MATCH (rp:ResourceProvider) WHERE rp.stamp > $since
   WITH rp LIMIT $most
   RETURN collect(%s) AS changed
 }
-%s, deleted, changed
-""" % (_CHANGED_PROVIDER, versioning.VERSION_READ.strip()))
+RETURN %s, deleted, changed
+""" % (versioning.VERSION_VALUES.strip(), _CHANGED_PROVIDER,
+       versioning.VERSION_COLUMNS))
 # Changed or deleted providers a version read brings along (see above).
 _CHANGES_ALONG = 64
+# Seconds a copy that may lack part of its newest write serves before the
+# next request checks (WorldCache.current): under a stream of writes the
+# next copy comes first and no check is made.
+_SETTLE_AFTER = 0.05
 # Changed providers read at once past that (see CHANGED).
 _CHANGED_PAGE = 2000
 
@@ -393,6 +411,13 @@ class World:
 
     def __init__(self, version, records):
         self.version = version
+        # The version up to which the copy holds every write whole (see
+        # WorldCache._evolved): its own version, or the one before when
+        # the engine may have shown part of the newest write; the next
+        # copy reads what changed after it.  When it was made (monotonic
+        # seconds): a copy short of whole is checked again after a while.
+        self.complete = version
+        self.made = time.monotonic()
         # {uuid: ProviderRecord}, sharded: each write's copy of the graph
         # copies only the shards its records fall in (a dict of the whole
         # cloud copied per write, and freed per write, was a tenth of a
@@ -487,7 +512,10 @@ class World:
         touched.update(record.root_uuid for record in changes.added)
         trail = {earlier: roots | touched
                  for earlier, roots in self._trail.items()}
-        trail[self.version] = frozenset(touched)
+        # (A copy made whole again keeps its version: the roots touched
+        # since the earlier copy of that version add up.)
+        trail[self.version] = trail.get(self.version, frozenset()) | (
+            frozenset(touched))
         if len(trail) > _STEPS_KEPT:
             del trail[min(trail)]
         world._trail = trail
@@ -726,6 +754,17 @@ def _record(row, traits, aggregates, inventories):
                           inventories, row['stamp'])
 
 
+def _same_record(held, record):
+    """Whether ``held`` (a ProviderRecord or None) says what ``record``
+    says (stamps alone do not tell: a read that saw part of a write saw
+    its stamp)."""
+    return held is not None and (
+        held.stamp == record.stamp and held.provider == record.provider
+        and held.seq == record.seq and held.traits == record.traits
+        and held.aggregates == record.aggregates
+        and held.inventories == record.inventories)
+
+
 def _records(engine):
     """{uuid: ProviderRecord} of every provider, from the four per-kind
     statements."""
@@ -737,7 +776,7 @@ def _records(engine):
         row, frozenset(traits.get(row['uuid'], _EMPTY)),
         frozenset(aggregates.get(row['uuid'], _EMPTY)),
         inventories.get(row['uuid'], {}))
-        for row in engine.read(ALL_PROVIDERS)}
+        for row in engine.read(ALL_PROVIDERS) if row['uuid'] is not None}
 
 
 def _changed_rows(engine, since):
@@ -763,12 +802,23 @@ def _changed_records(rows, since, held):
     ProviderRecord} of the copy being brought up to date)."""
     records = {}
     for row in rows:
+        if row['uuid'] is None:
+            # Deleted while read (Neo4j: read-committed): its tombstone,
+            # stamped after ``since``, comes with this read or the next.
+            continue
         old = held.get(row['uuid'])
         if old is not None and (row['labels_stamp'] or 0) <= since:
             traits, aggregates = old.traits, old.aggregates
         else:
             traits = frozenset(row['traits'])
             aggregates = frozenset(row['aggregates'])
+            if old is not None:
+                # Read again (a copy re-reads its newest write when it
+                # was not whole): the very sets when they are the same.
+                if traits == old.traits:
+                    traits = old.traits
+                if aggregates == old.aggregates:
+                    aggregates = old.aggregates
         records[row['uuid']] = _record(
             row, traits, aggregates,
             {inventory['rc']: _inventory(inventory)
@@ -817,7 +867,8 @@ class WorldCache:
         self._store = store
         self._world = None
         self._lock = threading.Lock()
-        # Called with (previous World, new World, changed records {uuid:
+        # Called with (the version up to which the previous copy was whole,
+        # None for the first; the new World, changed records {uuid:
         # record} or None when the new one was made anew, deleted [(uuid,
         # stamp)], hosts' topologies [(name, stamp, state or None)]) each
         # time the copy moves forward (the change feed listens).
@@ -828,73 +879,134 @@ class WorldCache:
         engine whether the graph moved."""
         return self._world
 
-    def current(self):
+    def current(self, whole=False):
+        """The copy of the graph as of now.  ``whole``: also known to hold
+        every write up to its version whole (World.complete), as the
+        change feed needs; otherwise a copy that may lack part of its
+        newest write serves on for _SETTLE_AFTER seconds (its content is
+        never older than the version read, only perhaps short of a write
+        that was being committed then)."""
         world = self._world
-        if world is None:
-            stamps, caught_up = self._store.graph_version(), None
-        else:
-            row = self._store.engine.read(VERSION_AND_CHANGES,
-                                          since=world.version,
-                                          most=_CHANGES_ALONG + 1)[0]
-            stamps = versioning.graph_version_of(row)
-            caught_up = None
-            if max(len(row['changed']), len(row['deleted'])) <= (
-                    _CHANGES_ALONG):
-                caught_up = (world.version, row['changed'], [
-                    (gone['uuid'], gone['stamp']) for gone in row['deleted']])
-        version, full_reload = stamps.version, stamps.full_reload
-        weighers_stamp, telemetry_version = (stamps.weighers,
-                                             stamps.telemetry)
-        world = self._world
-        if (world is not None and world.version == version
-                and world.telemetry.version == telemetry_version):
+        stamps, caught_up = self._read(world)
+        if (world is not None and world.version == stamps.version
+                and world.telemetry.version == stamps.telemetry
+                and not self._settle_due(world, whole)):
             return world
         with self._lock:
             world = self._world
-            if world is not None and world.version >= version:
-                self._see_telemetry(world, telemetry_version)
+            if world is None or world.version < stamps.version:
+                world = self._move(world, stamps, caught_up, 0)
+            if not self._settle_due(world, whole):
+                self._see_telemetry(world, stamps.telemetry)
                 return world
-            engine = self._store.engine
+            # A copy that may lack part of its newest write: once that
+            # write is known whole (the settled version), what changed
+            # since the copy was whole is read again.
+            settled = self._store.settled_version()
+            stamps, caught_up = self._read(world)
+            return self._move(world, stamps, caught_up, settled)
+
+    def _read(self, world):
+        """(GraphVersion now, (since, changed rows, deleted [(uuid,
+        stamp)]) after ``world.complete`` when they were few enough to
+        come with the version, else None)."""
+        if world is None:
+            return self._store.graph_version(), None
+        row = self._store.engine.read(VERSION_AND_CHANGES,
+                                      since=world.complete,
+                                      most=_CHANGES_ALONG + 1)[0]
+        caught_up = None
+        if max(len(row['changed']), len(row['deleted'])) <= _CHANGES_ALONG:
+            caught_up = (world.complete, row['changed'], [
+                (gone['uuid'], gone['stamp']) for gone in row['deleted']])
+        return versioning.graph_version_of(row), caught_up
+
+    def _move(self, world, stamps, caught_up, settled):
+        """Make the copy at ``stamps`` from ``world`` current (under the
+        lock) and tell the listeners."""
+        previous = self._world
+        since = previous.complete if previous is not None else None
+        world, changed, gone = self._evolved(world, stamps, caught_up,
+                                             settled)
+        hosts = self._see_stamps(world, previous, stamps)
+        self._world = world
+        for listener in self.listeners:
+            listener(since, world, changed, gone, hosts)
+        return world
+
+    def _settle_due(self, world, whole):
+        """Whether ``world`` may lack part of its newest write and is to be
+        checked: ``whole`` asked, or it served long enough."""
+        return world.complete < world.version and (
+            whole or time.monotonic() - world.made >= _SETTLE_AFTER)
+
+    def _evolved(self, world, stamps, caught_up, settled):
+        """(the copy at ``stamps`` from ``world`` (None: the first), the
+        records changed since (None: a copy made anew), the deleted
+        [(uuid, stamp)]): what changed after ``world.complete``
+        (``caught_up``: (since, rows, deleted) read with the version, or
+        None to read them); ``settled``: a version known whole."""
+        version = stamps.version
+        # What the copy holds whole: an engine whose reads can see part of
+        # a commit (Neo4j) shows the graph version of a write before all
+        # its changes; every earlier write has finished, since it let go
+        # of the version's lock before this one took it.
+        complete = version if self._store.engine.reads_whole_commits else (
+            max(version - 1, settled))
+        engine = self._store.engine
+        if world is None or stamps.full_reload > world.complete:
+            world = World(version, _records(engine))
             changed, gone = None, ()
-            if world is None or full_reload > world.version:
-                world = World(version, _records(engine))
-                settle(len(world.records), len(world.records))
+            settle(len(world.records), len(world.records))
+        else:
+            since = world.complete
+            if caught_up is not None and caught_up[0] <= since:
+                # What changed since the version read's copy; another
+                # thread may have moved the copy since (not to this
+                # version): what changed after that is still all here
+                # (the rest the copy holds already).
+                _since, rows, gone = caught_up
+                rows = [row for row in rows if row['stamp'] > since]
+                gone = [(uuid, stamp) for uuid, stamp in gone
+                        if stamp > since]
             else:
-                if caught_up is not None and caught_up[0] <= world.version:
-                    # What changed since the version read's copy; another
-                    # thread may have moved the copy since (not to this
-                    # version): what changed after that is still all here
-                    # (the rest the copy holds already).
-                    _since, rows, gone = caught_up
-                    rows = [row for row in rows
-                            if row['stamp'] > world.version]
-                    gone = [(uuid, stamp) for uuid, stamp in gone
-                            if stamp > world.version]
-                else:
-                    # Too many to bring along: from the copy's version.
-                    gone = [(row['uuid'], row['stamp']) for row in
-                            engine.read(DELETED, since=world.version)]
-                    rows = _changed_rows(engine, world.version)
-                changed = _changed_records(rows, world.version,
-                                           world.records)
-                world = world.evolve(version, changed,
-                                     [uuid for uuid, _stamp in gone])
-                settle(len(changed), len(world.records))
-            previous = self._world
-            if previous is None or weighers_stamp > previous.weighers_stamp:
-                world.weighers = tuple(self._store.list_weighers())
-                world.weighers_stamp = weighers_stamp
-            else:
-                world.weighers = previous.weighers
-                world.weighers_stamp = previous.weighers_stamp
-            if previous is not None:
-                world.telemetry = previous.telemetry
-            self._see_telemetry(world, telemetry_version)
-            hosts = self._see_affinity(world, previous, stamps)
-            self._world = world
-            for listener in self.listeners:
-                listener(previous, world, changed, gone, hosts)
-            return world
+                # Too many to bring along: from the copy's version.
+                gone = [(row['uuid'], row['stamp']) for row in
+                        engine.read(DELETED, since=since)]
+                rows = _changed_rows(engine, since)
+            changed = _changed_records(rows, since, world.records)
+            held = world.records
+            if version == world.version and not any(
+                    uuid in held for uuid, _stamp in gone) and all(
+                    _same_record(held.get(uuid), record)
+                    for uuid, record in changed.items()):
+                # Made whole with nothing it lacked (as a rule): the very
+                # copy, its indexes and the searches' snapshot kept.
+                world.complete = complete
+                return world, {uuid: held[uuid] for uuid in changed}, gone
+            world = world.evolve(version, changed,
+                                 [uuid for uuid, _stamp in gone])
+            settle(len(changed), len(world.records))
+        world.complete = complete
+        return world, changed, gone
+
+    def _see_stamps(self, world, previous, stamps):
+        """Give ``world`` the weighers, metric values, PCI affinity rules
+        and host layouts of ``stamps`` (from ``previous`` when they did
+        not move); the hosts published or deleted since ``previous``."""
+        # A stamp is taken as seen only as far as the copy is whole: what
+        # a write left half-read is read again by the next copy.
+        weighers_stamp = min(stamps.weighers, world.complete)
+        if previous is None or stamps.weighers > previous.weighers_stamp:
+            world.weighers = tuple(self._store.list_weighers())
+        else:
+            world.weighers = previous.weighers
+            weighers_stamp = previous.weighers_stamp
+        world.weighers_stamp = weighers_stamp
+        if previous is not None:
+            world.telemetry = previous.telemetry
+        self._see_telemetry(world, stamps.telemetry)
+        return self._see_affinity(world, previous, stamps)
 
     def _see_affinity(self, world, previous, stamps):
         """Give ``world`` the PCI affinity rules and the host layouts of
@@ -905,9 +1017,11 @@ class WorldCache:
                 previous.pci_affinity_stamp):
             world.pci_affinity = tuple(
                 self._store.list_pci_affinity_rules())
+            world.pci_affinity_stamp = min(stamps.pci_affinity,
+                                           world.complete)
         else:
             world.pci_affinity = previous.pci_affinity
-        world.pci_affinity_stamp = stamps.pci_affinity
+            world.pci_affinity_stamp = previous.pci_affinity_stamp
         since = previous.topology_stamp if previous is not None else -1
         # Shared with the previous copy unless a publication changed them
         # (most writes do not: no copy per write).
@@ -939,7 +1053,8 @@ class WorldCache:
                         document, links)
         world.layouts, world.layout_roots = layouts, roots
         world.topology_summaries = summaries
-        world.topology_stamp = max(stamps.topology, since, 0)
+        world.topology_stamp = max(min(stamps.topology, world.complete),
+                                   since, 0)
         return [(name, stamp, None if published is None else {
             'generation': published[0], 'document': published[1]})
             for name, (stamp, published) in latest.items()]

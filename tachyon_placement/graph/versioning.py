@@ -41,19 +41,33 @@ CALL {
 """
 STAMP_LISTED_FORMAT = STAMP_LISTED.replace('{', '{{').replace('}', '}}')
 
-# (graph/snapshot.py reads the same columns with the changes since its
-# copy of the graph.)
-VERSION_READ = """
+# The version and the stamps beside it, bound by name: graph/snapshot.py
+# reads what changed after binding them (see VERSION_AND_CHANGES).
+VERSION_VALUES = """
 OPTIONAL MATCH (graph_version:Meta {key: 'graph'})
 OPTIONAL MATCH (telemetry:Meta {key: 'telemetry'})
-RETURN coalesce(graph_version.version, 0) AS version,
-       coalesce(graph_version.full_reload, 0) AS full_reload,
-       coalesce(graph_version.weighers, 0) AS weighers,
-       coalesce(telemetry.version, 0) AS telemetry,
-       coalesce(graph_version.topology, 0) AS topology,
-       coalesce(graph_version.pci_affinity, 0) AS pci_affinity
+WITH coalesce(graph_version.version, 0) AS version,
+     coalesce(graph_version.full_reload, 0) AS full_reload,
+     coalesce(graph_version.weighers, 0) AS weighers,
+     coalesce(telemetry.version, 0) AS telemetry,
+     coalesce(graph_version.topology, 0) AS topology,
+     coalesce(graph_version.pci_affinity, 0) AS pci_affinity
 """
+VERSION_COLUMNS = 'version, full_reload, weighers, telemetry, topology, ' \
+    'pci_affinity'
+VERSION_READ = VERSION_VALUES + 'RETURN ' + VERSION_COLUMNS + '\n'
 VERSION = Statement('graph_version', common=VERSION_READ)
+# The graph version once every write up to it is whole: taking the
+# version's lock waits for the write holding it, which lets go only once
+# all it changed is visible (Neo4j reads at read-committed isolation and
+# can show the version of a write before the rest of it; see
+# graph/snapshot.py World.complete).  FalkorDB shows whole writes only and
+# never needs it.
+SETTLED = Statement('graph_version_settled', neo4j="""
+MATCH (graph_version:Meta {key: 'graph'})
+SET graph_version._lock = true REMOVE graph_version._lock
+RETURN graph_version.version AS version
+""", falkordb=VERSION_READ)
 
 # What the version read returns: the graph version, the version of the
 # last change that needs a full reload, the versions of the last changes
@@ -70,6 +84,13 @@ class VersionStore:
     def graph_version(self):
         """The GraphVersion now."""
         return graph_version_of(self.engine.read(VERSION)[0])
+
+    def settled_version(self):
+        """The graph version up to which every write is visible whole."""
+        if self.engine.reads_whole_commits:
+            return self.graph_version().version
+        rows = self.engine.write(SETTLED)
+        return rows[0]['version'] if rows else 0
 
 
 def graph_version_of(row):

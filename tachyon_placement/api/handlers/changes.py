@@ -63,8 +63,8 @@ def list_changes(req):
     since, wait, limit = _params(req)
     feed = req.store.feed
     if since is None:
-        return wsgi.json_response(req, {
-            'cursor': req.store.worlds.current().version, 'changes': []})
+        cursor = req.store.worlds.current(whole=True).complete
+        return wsgi.json_response(req, {'cursor': cursor, 'changes': []})
     try:
         found, cursor = feed.wait(since, wait, limit)
     except feed_changes.CursorGone as exc:
@@ -102,7 +102,7 @@ def stream_changes(req):
     # of them (Feed.events).
     pace = req.conf.changes.stream_interval
     if since is None:
-        since = req.store.worlds.current().version
+        since = req.store.worlds.current(whole=True).complete
     try:
         # Before the stream starts: a gone cursor is a 410, not an event.
         first, cursor = feed.changes(since, limit)

@@ -2,6 +2,10 @@
 that provider (the contract the per-process graph snapshot relies on)."""
 import collections
 import gc
+import threading
+import time
+
+from tachyon_placement.graph import snapshot as snapshot_module
 
 from tachyon_placement.graph.cypher import Statement
 
@@ -140,7 +144,6 @@ def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
     """Allocation writes do not re-read traits and aggregates (their
     labels_stamp stays); a label write, and a provider the copy never
     held whose labels are older than the copy, are read."""
-    from tachyon_placement.graph import snapshot as snapshot_module
     store, seed = service.app.store, service.seed
     cn = seed.create_provider('cn')
     seed.add_inventory(cn, 'VCPU', 8)
@@ -176,7 +179,6 @@ def test_a_copy_catches_up_in_the_version_read_or_whole(service,
     """A few changes come with the version read; past what it brings
     along (_CHANGES_ALONG), the copy reads them whole: the same copy of
     the graph either way, deletions included."""
-    from tachyon_placement.graph import snapshot as snapshot_module
     store, seed = service.app.store, service.seed
     gone = seed.create_provider('gone')
     store.worlds.current()
@@ -215,7 +217,6 @@ def test_a_copy_far_behind_reads_the_changes_a_page_at_a_time(service,
     """Past what the version read brings along, the changes come in pages
     in (stamp, uuid) order; providers one write stamped alike (one
     allocation on seven of them) straddle pages and none is lost."""
-    from tachyon_placement.graph import snapshot as snapshot_module
     store, seed = service.app.store, service.seed
     hosts = [seed.create_provider('paged-%d' % index) for index in range(7)]
     for host in hosts:
@@ -263,7 +264,6 @@ def test_a_copy_another_thread_moved_uses_the_changes_it_read(
     changed after that from what it read, with no further read (the
     scheduling loop's threads did so a tenth of the time, reading the
     changes again)."""
-    from tachyon_placement.graph import snapshot as snapshot_module
     store, seed = service.app.store, service.seed
     first = seed.create_provider('first')
     seed.add_inventory(first, 'VCPU', 8)
@@ -295,6 +295,59 @@ def test_a_copy_another_thread_moved_uses_the_changes_it_read(
     rebuilt = snapshot_module.World(
         world.version, snapshot_module._records(store.engine))
     assert sorted(world.records) == sorted(rebuilt.records)
+
+
+ALL_PROVIDERS = Statement('test_all_provider_stamps', common="""
+MATCH (rp:ResourceProvider) RETURN rp.uuid AS uuid, rp.stamp AS stamp
+""")
+
+
+def test_copies_made_while_writes_commit_end_equal_to_the_graph(service):
+    """Threads bring the copy up to date while others create, change and
+    delete providers: afterwards the copy holds exactly what the graph
+    does.  On Neo4j (read-committed) a read can see the version of a write
+    being committed before the rest of it; copies named after changes
+    they lacked kept deleted providers and old states (every run of a few
+    seconds found some) until the copy checks that its newest write was
+    whole (World.complete)."""
+    store, seed = service.app.store, service.seed
+    deadline = time.monotonic() + 5
+    failures = []
+
+    def writer(number):
+        made = 0
+        try:
+            while time.monotonic() < deadline:
+                uuid = seed.create_provider('w%d-%d' % (number, made))
+                made += 1
+                seed.add_inventory(uuid, 'VCPU', 8)
+                if made % 3 == 0:
+                    seed.call('DELETE', '/resource_providers/%s' % uuid)
+        except Exception as exc:    # shown by the assertion below
+            failures.append(exc)
+
+    def reader():
+        while time.monotonic() < deadline:
+            store.worlds.current()
+
+    threads = ([threading.Thread(target=writer, args=(n,)) for n in range(3)]
+               + [threading.Thread(target=reader) for _ in range(3)])
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+    world = store.worlds.current(whole=True)
+    assert world.complete == world.version == store.graph_version().version
+    graph = {row['uuid']: row['stamp']
+             for row in service.engine.read(ALL_PROVIDERS)}
+    assert len(graph) > 30
+    assert {uuid: record.stamp for uuid, record in world.records.items()} \
+        == graph
+    rebuilt = snapshot_module.World(world.version,
+                                    snapshot_module._records(store.engine))
+    for uuid, record in rebuilt.records.items():
+        assert snapshot_module._same_record(world.records[uuid], record)
 
 
 # Requests and copies of the graph leave no reference cycles behind.

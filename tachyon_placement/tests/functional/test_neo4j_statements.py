@@ -47,3 +47,30 @@ def test_neo4j_plans_every_statement_without_deprecation(session):
             deprecated[name] = notices
     assert len(STATEMENTS) > 50
     assert not deprecated, deprecated
+
+
+def _reads_in_order(plan):
+    """The index seeks of a plan in the order they run: an Apply's (or a
+    product's) left side before its right one, every operator's inputs
+    before it."""
+    found = []
+    for child in plan.get('children', []):
+        found.extend(_reads_in_order(child))
+    if 'Seek' in plan['operatorType']:
+        found.append(plan.get('args', {}).get('Details', ''))
+    return found
+
+
+def test_a_copy_reads_the_version_before_what_changed(session):
+    """Neo4j reads at read-committed isolation: the graph version must be
+    read before the changes a copy brings along, or a write committed in
+    between names a copy after changes it lacks (graph/snapshot.py
+    VERSION_AND_CHANGES; the planner had put the version read last)."""
+    statement = cypher.all_statements()['snap_version_and_changes']
+    plan = session.run('EXPLAIN ' + statement.text('neo4j'),
+                       since=0, most=65).consume().plan
+    reads = _reads_in_order(plan)
+    order = [next(i for i, read in enumerate(reads) if label in read)
+             for label in (':Meta(key)', ':Tombstone(stamp)',
+                           ':ResourceProvider(stamp)')]
+    assert order[0] < order[1] and order[0] < order[2], reads

@@ -117,7 +117,7 @@ def test_a_stream_keeps_one_watcher_reading_for_every_reader():
             self.listeners = []
             self.reads = 0
 
-        def current(self):
+        def current(self, whole=False):
             self.reads += 1
 
     store = Store()
@@ -148,7 +148,7 @@ def test_streams_alone_have_the_watcher_refresh_once_per_mark():
             self.listeners = []
             self.reads = []
 
-        def current(self):
+        def current(self, whole=False):
             self.reads.append(time.monotonic())
 
     store = Store()
@@ -202,12 +202,12 @@ def test_a_process_keeps_no_log_until_the_feed_is_read():
             self.worlds = self
             self.listeners = []
 
-        def current(self):
+        def current(self, whole=False):
             return None
 
     class World:
         def __init__(self, version):
-            self.version = version
+            self.version = self.complete = version
 
     class Record:
         def __init__(self, uuid, stamp):
@@ -216,10 +216,10 @@ def test_a_process_keeps_no_log_until_the_feed_is_read():
     store = Store()
     feed = service.Feed(store)
     observe = store.listeners[0]
-    observe(World(1), World(2), {'a': Record('a', 2)}, [], [])
+    observe(1, World(2), {'a': Record('a', 2)}, [], [])
     assert feed.log.start is None and feed.log.after(1) is None
     feed._filling = True        # what the first changes() call sets
-    observe(World(2), World(3), {'b': Record('b', 3)}, [], [])
+    observe(2, World(3), {'b': Record('b', 3)}, [], [])
     found, cursor = feed.log.after(2)
     assert [change.key for change in found] == ['b'] and cursor == 3
     # Older cursors are not the log's to answer (the copy of the graph
