@@ -974,19 +974,27 @@ class WorldCache:
                 gone = [(row['uuid'], row['stamp']) for row in
                         engine.read(DELETED, since=since)]
                 rows = _changed_rows(engine, since)
-            changed = _changed_records(rows, since, world.records)
             held = world.records
-            if version == world.version and not any(
-                    uuid in held for uuid, _stamp in gone) and all(
-                    _same_record(held.get(uuid), record)
-                    for uuid, record in changed.items()):
+            changed, fresh = {}, {}
+            for uuid, record in _changed_records(rows, since,
+                                                 held).items():
+                old = held.get(uuid)
+                if _same_record(old, record):
+                    # Read again as the copy holds it (the newest write of
+                    # a copy not known whole): the held record stays, and
+                    # the trees and indexes made of it.
+                    changed[uuid] = old
+                else:
+                    changed[uuid] = fresh[uuid] = record
+            if version == world.version and not fresh and not any(
+                    uuid in held for uuid, _stamp in gone):
                 # Made whole with nothing it lacked (as a rule): the very
                 # copy, its indexes and the searches' snapshot kept.
                 world.complete = complete
-                return world, {uuid: held[uuid] for uuid in changed}, gone
-            world = world.evolve(version, changed,
+                return world, changed, gone
+            world = world.evolve(version, fresh,
                                  [uuid for uuid, _stamp in gone])
-            settle(len(changed), len(world.records))
+            settle(len(fresh), len(world.records))
         world.complete = complete
         return world, changed, gone
 
