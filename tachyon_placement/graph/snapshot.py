@@ -127,12 +127,12 @@ RETURN %s, deleted, changed
        versioning.VERSION_COLUMNS))
 # Changed or deleted providers a version read brings along (see above).
 _CHANGES_ALONG = 64
+# Changed providers read at once past that (see CHANGED).
+_CHANGED_PAGE = 2000
 # Seconds a copy that may lack part of its newest write serves before the
 # next request checks (WorldCache.current): under a stream of writes the
 # next copy comes first and no check is made.
 _SETTLE_AFTER = 0.05
-# Changed providers read at once past that (see CHANGED).
-_CHANGED_PAGE = 2000
 
 _EMPTY = frozenset()
 # Fewest providers made between two gc.freeze() (see settle()).
