@@ -412,6 +412,19 @@ def run(args, results, started, sampler_box):
                              if svc.name == 'placement')
         results['import'] = import_placement(args, placement_svc)
 
+    # -- every server worker warm -------------------------------------------
+    if loaded:
+        urls = [w.url for w in wl.read_workloads(cloud)
+                if w.name in args.workloads]
+        if args.concurrency:
+            urls.append(http.with_query('/allocation_candidates', wl.FLAT))
+        connections = args.workers * args.threads
+        _say('warming every worker: %d requests over %d connections at '
+             'once' % (2 * len(urls) * connections, connections))
+        failed = wl.warm_workers(loaded, urls, connections)
+        if failed:
+            _say('  not 2xx while warming: %s' % dict(failed))
+
     # -- read workloads ------------------------------------------------------
     for w in wl.read_workloads(cloud):
         if w.name not in args.workloads or not loaded:

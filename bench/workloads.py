@@ -246,6 +246,41 @@ class Stats:
         self.touched |= other.touched
 
 
+# -- warming every server worker ----------------------------------------------
+
+def warm_workers(clients, urls, connections, rounds=2):
+    """GET each of ``urls`` ``rounds`` times from ``connections``
+    connections open at once, per service: requests over one connection
+    (the read workloads) reach one server worker, and a worker's first
+    search after the cloud was loaded through the API indexes every
+    provider again (seconds at 10,000 hosts): a scheduling loop that met
+    such a worker measured that build instead of the steady state.  The
+    number of outcomes that were not 2xx, per service."""
+    failed = collections.Counter()
+    for name, client in clients.items():
+        start = threading.Barrier(connections)
+
+        def warm(client=client, start=start, name=name):
+            # (A Client's connection is its thread's own.)
+            try:
+                # Every connection is open before the first request.
+                client.request('GET', '/')
+                start.wait(timeout=600)
+                for _ in range(rounds):
+                    for url in urls:
+                        if not client.request('GET', url).ok:
+                            failed[name] += 1
+            finally:
+                client.close()
+        threads = [threading.Thread(target=warm)
+                   for _ in range(connections)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    return failed
+
+
 # -- read workloads, interleaved request by request ---------------------------
 
 def run_read(workload, clients, requests, max_seconds, warmup=2):
