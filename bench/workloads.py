@@ -259,8 +259,10 @@ def warm_workers(clients, urls, connections, rounds=2):
     failed = collections.Counter()
     for name, client in clients.items():
         start = threading.Barrier(connections)
+        # Not 2xx, per connection (summed once they are all done).
+        counts = [0] * connections
 
-        def warm(client=client, start=start, name=name):
+        def warm(slot, client=client, start=start, counts=counts):
             # (A Client's connection is its thread's own.)
             try:
                 # Every connection is open before the first request.
@@ -269,15 +271,17 @@ def warm_workers(clients, urls, connections, rounds=2):
                 for _ in range(rounds):
                     for url in urls:
                         if not client.request('GET', url).ok:
-                            failed[name] += 1
+                            counts[slot] += 1
             finally:
                 client.close()
-        threads = [threading.Thread(target=warm)
-                   for _ in range(connections)]
+        threads = [threading.Thread(target=warm, args=(slot,))
+                   for slot in range(connections)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
+        if sum(counts):
+            failed[name] = sum(counts)
     return failed
 
 
