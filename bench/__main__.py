@@ -418,12 +418,12 @@ def run(args, results, started, sampler_box):
                 if w.name in args.workloads]
         if args.concurrency:
             urls.append(http.with_query('/allocation_candidates', wl.FLAT))
-        connections = args.workers * args.threads
+        connections, rounds = args.workers * args.threads, 2
         _say('warming every worker: %d requests over %d connections at '
-             'once' % (2 * len(urls) * connections, connections))
-        failed = wl.warm_workers(loaded, urls, connections)
+             'once' % (rounds * len(urls) * connections, connections))
+        failed = wl.warm_workers(loaded, urls, connections, rounds)
         if failed:
-            _say('  not 2xx while warming: %s' % dict(failed))
+            _say('  not 2xx while warming: %s' % failed)
 
     # -- read workloads ------------------------------------------------------
     for w in wl.read_workloads(cloud):

@@ -255,8 +255,8 @@ def warm_workers(clients, urls, connections, rounds=2):
     search after the cloud was loaded through the API indexes every
     provider again (seconds at 10,000 hosts): a scheduling loop that met
     such a worker measured that build instead of the steady state.  The
-    number of outcomes that were not 2xx, per service."""
-    failed = collections.Counter()
+    number of outcomes that were not 2xx, per service that had any."""
+    failed = {}
     for name, client in clients.items():
         start = threading.Barrier(connections)
         # Not 2xx, per connection (summed once they are all done).
