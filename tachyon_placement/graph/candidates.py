@@ -152,7 +152,8 @@ class CandidateStore:
     def candidate_reader(self, in_memory=True):
         worlds = getattr(self, 'worlds', None)
         if in_memory and worlds is not None:
-            return WorldReader(worlds.current())
+            return WorldReader(worlds.current(),
+                               self.engine.leaves_cycles_in_flight)
         return self
 
     def sharing_providers(self):
@@ -291,10 +292,12 @@ _LAST_SNAPSHOT = [None]
 
 
 class WorldReader:
-    """CandidateStore's reads, answered from an in-memory World."""
+    """CandidateStore's reads, answered from an in-memory World.
+    ``sweep_frozen``: see graph/snapshot.py settle()'s ``sweep``."""
 
-    def __init__(self, world):
+    def __init__(self, world, sweep_frozen=True):
         self.world = world
+        self.sweep_frozen = sweep_frozen
 
     def sharing_providers(self):
         world = self.world
@@ -500,7 +503,8 @@ class WorldReader:
         # Once the snapshot is whole: its indexes, made after the nodes,
         # are as long-lived as they are (left in the collector's sight, a
         # full collection walked them every few candidate requests).
-        snapshot_module.settle(len(fresh), len(world.records))
+        snapshot_module.settle(len(fresh), len(world.records),
+                               self.sweep_frozen)
         return snapshot
 
     def candidate_trees(self, roots):

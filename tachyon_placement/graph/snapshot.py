@@ -15,8 +15,11 @@ import bisect
 import collections
 import gc
 import operator
+import random
 import threading
 import time
+
+from oslo_log import log as logging
 
 from tachyon_placement.domain import candidates as candidate_rules
 from tachyon_placement.domain import models
@@ -26,6 +29,8 @@ from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
+
+LOG = logging.getLogger(__name__)
 
 _PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
        rp.generation AS generation, rp.parent_uuid AS parent_uuid,
@@ -831,33 +836,60 @@ _unfrozen = [0]       # objects of the graph copies made since the last freeze
 _swept = [time.monotonic()]
 # Seconds between two collections of the frozen objects (see settle()).
 _SWEEP_INTERVAL = 600
+# This process's share of _SWEEP_INTERVAL before its next sweep, drawn at
+# its first settle() and after each sweep (see _sweep_due()).
+_sweep_share = [None]
+# A sweep that took this long (seconds) is logged at info, not debug.
+_SWEEP_NOTED = 0.25
 
 
-def settle(new, size):
+def settle(new, size, sweep=True):
     """Keep the collector off the in-memory copies of the graph.
 
     ``new``: providers (records or search nodes) just made; ``size``: how
-    many the copy holds.  The copies are most of the process's objects and
-    live long; every full collection walked them, pausing requests for
-    tens of milliseconds at 1000 hosts and hundreds at 10000.  Once a
-    tenth is new, collect what is garbage and move the rest out of the
-    collector's sight (gc.freeze); what is dropped later is freed by its
-    reference count only, so nothing that lives past a request may be in
-    a reference cycle: records and search nodes hold none, and requests
-    leave none (api/app.py ForgetRequest; test_graph_version.py).  What
-    other libraries leave in cycles while in flight at a freeze (the neo4j
-    driver's results and transactions) is collected with everything frozen
-    every _SWEEP_INTERVAL seconds: one full collection then, and a bounded
-    leak between two.
+    many the copy holds; ``sweep``: whether frozen objects can turn into
+    garbage cycles (Engine.leaves_cycles_in_flight).  The copies are most
+    of the process's objects and live long; every full collection walked
+    them, pausing requests for tens of milliseconds at 1000 hosts and
+    hundreds at 10000.  Once a tenth is new, collect what is garbage and
+    move the rest out of the collector's sight (gc.freeze); what is
+    dropped later is freed by its reference count only, so nothing that
+    lives past a request may be in a reference cycle: records and search
+    nodes hold none, and requests leave none (api/app.py ForgetRequest;
+    test_graph_version.py).  What a driver leaves in cycles while in
+    flight at a freeze (the neo4j driver's results and transactions) is
+    collected with everything frozen about every _SWEEP_INTERVAL seconds:
+    one full collection then, and a bounded leak between two.
     """
     _unfrozen[0] += new
     if _unfrozen[0] >= max(_FREEZE_AFTER, size // 10):
         _unfrozen[0] = 0
-        if time.monotonic() - _swept[0] >= _SWEEP_INTERVAL:
-            _swept[0] = time.monotonic()
+        sweep = sweep and _sweep_due()
+        start = time.monotonic()
+        if sweep:
+            frozen = gc.get_freeze_count()
             gc.unfreeze()
         gc.collect()
         gc.freeze()
+        if sweep:
+            took = time.monotonic() - start
+            _swept[0] = time.monotonic()
+            LOG.log(logging.INFO if took >= _SWEEP_NOTED else logging.DEBUG,
+                    'Swept %(frozen)d frozen objects in %(took).2f s',
+                    {'frozen': frozen, 'took': took})
+
+
+def _sweep_due():
+    """Whether the frozen objects are to be collected now.  A full
+    collection at 10,000 hosts holds the interpreter for most of a second;
+    the workers of a server start together, so each waits its own share
+    of the interval (half to one and a half) lest they all pause at once."""
+    if _sweep_share[0] is None:
+        _sweep_share[0] = random.uniform(0.5, 1.5)
+    if time.monotonic() - _swept[0] < _SWEEP_INTERVAL * _sweep_share[0]:
+        return False
+    _sweep_share[0] = None
+    return True
 
 
 class WorldCache:
@@ -957,7 +989,8 @@ class WorldCache:
         if world is None or stamps.full_reload > world.complete:
             world = World(version, _records(engine))
             changed, gone = None, ()
-            settle(len(world.records), len(world.records))
+            settle(len(world.records), len(world.records),
+                   engine.leaves_cycles_in_flight)
         else:
             since = world.complete
             if caught_up is not None and caught_up[0] <= since:
@@ -994,7 +1027,8 @@ class WorldCache:
                 return world, changed, gone
             world = world.evolve(version, fresh,
                                  [uuid for uuid, _stamp in gone])
-            settle(len(fresh), len(world.records))
+            settle(len(fresh), len(world.records),
+                   engine.leaves_cycles_in_flight)
         world.complete = complete
         return world, changed, gone
 

@@ -1,7 +1,10 @@
 """World.evolve patches the indexes of the previous World; the result must
 be exactly what building them from scratch gives."""
 import dataclasses
+import logging
 import random
+import re
+import time
 
 from tachyon_placement.domain import models
 from tachyon_placement.graph import snapshot
@@ -201,7 +204,7 @@ def test_narrowed_keeps_every_match_in_creation_order():
     assert narrower > 150
 
 
-def test_settle_collects_frozen_cycles_now_and_then(monkeypatch):
+def test_settle_collects_frozen_cycles_now_and_then(monkeypatch, caplog):
     """A cycle frozen while in use (another library's, in flight) is
     freed by the next sweep, not kept for ever."""
     import gc
@@ -214,12 +217,42 @@ def test_settle_collects_frozen_cycles_now_and_then(monkeypatch):
     gone = weakref.ref(cycle)
     gc.freeze()
     del cycle
+    monkeypatch.setattr(snapshot, '_swept', [time.monotonic()])
+    monkeypatch.setattr(snapshot, '_sweep_share', [None])
     monkeypatch.setattr(snapshot, '_SWEEP_INTERVAL', 3600)
     snapshot.settle(10 ** 6, 1)
     assert gone() is not None       # frozen: the collector cannot see it
     monkeypatch.setattr(snapshot, '_SWEEP_INTERVAL', 0)
-    snapshot.settle(10 ** 6, 1)
+    with caplog.at_level(logging.DEBUG, logger=snapshot.__name__):
+        snapshot.settle(10 ** 6, 1)
     assert gone() is None
+    # Logged with its duration (a pause of every request of the process).
+    assert any(re.fullmatch(r'Swept \d+ frozen objects in \d+\.\d\d s',
+                            record.getMessage())
+               for record in caplog.records)
+
+
+def test_each_process_sweeps_after_its_own_share_of_the_interval(
+        monkeypatch):
+    """Workers started together do not all pause for a sweep at once: each
+    waits its own draw of half to one and a half intervals."""
+    monkeypatch.setattr(snapshot, '_SWEEP_INTERVAL', 100)
+    now = time.monotonic()
+    monkeypatch.setattr(snapshot, '_swept', [now - 60])
+    monkeypatch.setattr(snapshot, '_sweep_share', [0.7])
+    assert not snapshot._sweep_due()            # 60 s < 70 s
+    assert snapshot._sweep_share == [0.7]       # the same share waits on
+    snapshot._sweep_share[0] = 0.55
+    assert snapshot._sweep_due()                # 60 s >= 55 s
+    assert snapshot._sweep_share == [None]      # drawn again next time
+    shares = set()
+    for _draw in range(20):
+        snapshot._sweep_share[0] = None
+        snapshot._swept[0] = time.monotonic()
+        assert not snapshot._sweep_due()
+        assert 0.5 <= snapshot._sweep_share[0] <= 1.5
+        shares.add(snapshot._sweep_share[0])
+    assert len(shares) > 1
 
 
 def test_a_key_brought_in_and_emptied_between_two_uses():
