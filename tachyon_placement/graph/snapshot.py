@@ -864,19 +864,18 @@ def settle(new, size, sweep=True):
     _unfrozen[0] += new
     if _unfrozen[0] >= max(_FREEZE_AFTER, size // 10):
         _unfrozen[0] = 0
-        sweep = sweep and _sweep_due()
-        start = time.monotonic()
-        if sweep:
-            frozen = gc.get_freeze_count()
+        if sweep and _sweep_due():
+            frozen, start = gc.get_freeze_count(), time.monotonic()
             gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-        if sweep:
-            took = time.monotonic() - start
+            gc.collect()
             _swept[0] = time.monotonic()
+            took = _swept[0] - start
             LOG.log(logging.INFO if took >= _SWEEP_NOTED else logging.DEBUG,
                     'Swept %(frozen)d frozen objects in %(took).2f s',
                     {'frozen': frozen, 'took': took})
+        else:
+            gc.collect()
+        gc.freeze()
 
 
 def _sweep_due():
