@@ -382,8 +382,9 @@ def _cycles(action, modules=('tachyon_placement', 'webob')):
 
 
 def _claims_and_searches(service):
-    """{number: an action}: a claim on one of three hosts, then searches
-    and reads, as a scheduler and the dashboards make them."""
+    """A function of a number that gives an action: a claim (consumer
+    ``number``) on one of three hosts, then searches and reads, as a
+    scheduler and the dashboards make them."""
     seed = service.seed
     hosts = []
     for number in range(3):
