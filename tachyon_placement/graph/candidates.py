@@ -152,9 +152,13 @@ class CandidateStore:
     def candidate_reader(self, in_memory=True):
         worlds = getattr(self, 'worlds', None)
         if in_memory and worlds is not None:
-            return WorldReader(worlds.current(),
-                               self.engine.leaves_cycles_in_flight)
+            return self._world_reader()
         return self
+
+    def _world_reader(self):
+        """A WorldReader of the process's current copy of the graph."""
+        return WorldReader(self.worlds.current(),
+                           self.engine.leaves_cycles_in_flight)
 
     def sharing_providers(self):
         """{uuid: (root uuid, frozenset of the roots it can serve)} of
@@ -175,18 +179,18 @@ class CandidateStore:
     def weighed(self, roots, request, staleness_limit, subset_size=1):
         """As WorldReader.weighed: weighers score the trees of the
         process's copy of the graph; Placement's order from the engine."""
-        return WorldReader(self.worlds.current()).weighed(
+        return self._world_reader().weighed(
             roots, request, staleness_limit, subset_size,
             placement_order=self.order_roots)
 
     def affinity_refiner(self, numa_free_metric=None, staleness_limit=0):
         """As WorldReader.affinity_refiner."""
-        return WorldReader(self.worlds.current()).affinity_refiner(
+        return self._world_reader().affinity_refiner(
             numa_free_metric, staleness_limit)
 
     def option_key(self, request, staleness_limit):
         """As WorldReader.option_key."""
-        return WorldReader(self.worlds.current()).option_key(
+        return self._world_reader().option_key(
             request, staleness_limit)
 
     def order_roots(self, uuids):
@@ -295,7 +299,7 @@ class WorldReader:
     """CandidateStore's reads, answered from an in-memory World.
     ``sweep_frozen``: see graph/snapshot.py settle()'s ``sweep``."""
 
-    def __init__(self, world, sweep_frozen=True):
+    def __init__(self, world, sweep_frozen):
         self.world = world
         self.sweep_frozen = sweep_frozen
 
