@@ -4,6 +4,7 @@
 # `openstack` CLI with osc-placement). See interop/conftest.py.
 #
 #   interop/run.sh [pytest arguments...]
+#   interop/run.sh --prepare    # only create and fill the venvs
 #
 # Installs the clients into interop/.venv (once; again only when
 # interop/requirements.txt or the interpreter changes). The server runs from
@@ -123,6 +124,14 @@ fi
 export INTEROP_KEYSTONE_PYTHON="$KEYSTONE_VENV/bin/python"
 
 # --- run ------------------------------------------------------------------------
+
+# With --prepare, stop here: runs started together afterwards (.ci/run's
+# one per engine) then share venvs that are complete, instead of each
+# installing into them at the same time.
+if [ "${1:-}" = "--prepare" ]; then
+    log "venvs ready"
+    exit 0
+fi
 
 set +e
 (cd "$INTEROP" && "$CLIENT_VENV/bin/python" -m pytest "$@")
