@@ -14,6 +14,7 @@ threads keep a consistent view without locks.
 import bisect
 import collections
 import gc
+import itertools
 import operator
 import random
 import threading
@@ -154,6 +155,8 @@ _PENDING_KEPT = 500
 _RC_ROOTS_KEPT = 32
 # ... and whose providers with room it keeps listed (see with_room).
 _ROOMS_KEPT = 16
+# Sets of records a World keeps for provider lists' filters (see narrowed).
+_MEMBER_SETS_KEPT = 16
 
 
 class ProviderRecord:
@@ -439,9 +442,8 @@ class World:
         self._root_uuids = None
         # {(rc, amount): roots of the trees with room} (see rc_roots)
         self._rc_roots = {}
-        # {(rc, amount): set of with_room()}, made on first use by this
-        # World (records change from one World to the next).
-        self._room_sets = {}
+        # {key: set of the records of an index's list} (see _members).
+        self._member_sets = {}
         # The weighers at this version (WorldCache sets them) and their
         # rankings, built on first use per set of weighers.
         self.weighers = ()
@@ -606,39 +608,68 @@ class World:
         return self._index_of('sharing').get(None, [])
 
     def narrowed(self, filters):
-        """Records in creation order, each with room for every resource
-        of ``filters`` (domain.providers.ProviderFilters), among which
-        every provider matching its traits and aggregates is: the
-        shortest list a match must be in (a list of providers with room,
-        a required trait's or aggregate's), less those missing from the
-        other lists of providers with room.  The caller still checks the
-        traits and aggregates (domain.providers.select) but not the
-        resources."""
-        rooms = [(rc, amount, self.with_room(rc, amount))
+        """The records matching ``filters`` (domain.providers.
+        ProviderFilters), in creation order: the same list as
+        domain.providers.select(self.ordered, filters).
+
+        It starts from the shortest list a match must be in (providers
+        with room for a resource, with a required trait, in a required
+        aggregate) and keeps those of it in every other such list, in one
+        of each list of choices (``in:``) and in none of the forbidden
+        ones, each a test of membership in a set of records.  Records hash
+        by identity, so the tests read no record: a copy of the graph
+        loaded under a stream of writes has them scattered over the heap,
+        and reading each one's traits, aggregates and inventories was most
+        of a long list's time.
+        """
+        # (key of the set of records, the list it is made from) per list
+        # a match must be in; lists of them per choice; forbidden lists.
+        musts = [(('room', rc, amount), self.with_room(rc, amount))
                  for rc, amount in filters.resources.items()]
-        lists = [room for _rc, _amount, room in rooms]
-        lists.extend(self.by_trait.get(next(iter(any_of)), ())
-                     for any_of in filters.required_traits
-                     if len(any_of) == 1)
-        lists.extend(self.by_aggregate.get(next(iter(any_of)), ())
-                     for any_of in filters.member_of if len(any_of) == 1)
-        if not lists:
-            return self.ordered
-        records = min(lists, key=len)
-        for rc, amount, room in rooms:
-            if room is not records:
-                # Records hash by identity: the test reads no record (a
-                # copy of the graph loaded under a stream of writes has
-                # them scattered over the heap, and reading each one was
-                # most of a long list's time).
-                with_room = self._room_sets.get((rc, amount))
-                if with_room is None:
-                    if len(self._room_sets) >= _ROOMS_KEPT:
-                        self._room_sets.clear()
-                    with_room = self._room_sets[(rc, amount)] = set(room)
-                records = [record for record in records
-                           if record in with_room]
-        return records
+        choices = []
+        for any_of, key, index in (
+                [(any_of, 'trait', self.by_trait)
+                 for any_of in filters.required_traits]
+                + [(any_of, 'aggregate', self.by_aggregate)
+                   for any_of in filters.member_of]):
+            lists = [((key, name), index.get(name, ())) for name in any_of]
+            if len(lists) == 1:
+                musts.extend(lists)
+            else:
+                choices.append(lists)
+        forbidden = [(('trait', name), self.by_trait.get(name, ()))
+                     for name in filters.forbidden_traits]
+        forbidden.extend((('aggregate', name), self.by_aggregate.get(
+            name, ())) for name in filters.forbidden_aggregates)
+
+        # Filters chained over the shortest list, the shortest of the
+        # other lists first: one pass, in C (set.__contains__ needs no
+        # Python frame per record).
+        musts.sort(key=lambda must: len(must[1]))
+        records = musts[0][1] if musts else self.ordered
+        for must in musts[1:]:
+            records = filter(self._members(*must).__contains__, records)
+        for key, members in forbidden:
+            if members:
+                records = itertools.filterfalse(
+                    self._members(key, members).__contains__, records)
+        for lists in choices:
+            sets = [self._members(*members) for members in lists]
+            records = [record for record in records
+                       if any(record in within for within in sets)]
+        return list(records)
+
+    def _members(self, key, members):
+        """The set of the records ``members`` (an index's list, named by
+        ``key``), made on first use by this World (records change from
+        one World to the next) and kept up to _MEMBER_SETS_KEPT; then
+        they are all forgotten."""
+        within = self._member_sets.get(key)
+        if within is None:
+            if len(self._member_sets) >= _MEMBER_SETS_KEPT:
+                self._member_sets.clear()
+            within = self._member_sets[key] = set(members)
+        return within
 
     def with_room(self, rc, amount):
         """The records with room for ``amount`` of ``rc`` (Placement's

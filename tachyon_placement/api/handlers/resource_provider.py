@@ -1,5 +1,4 @@
 """/resource_providers and /resource_providers/{uuid}."""
-import dataclasses
 import uuid as uuidlib
 
 import orjson
@@ -71,18 +70,18 @@ def list_resource_providers(req):
         tree_member = world.records.get(req.GET['in_tree'])
         if tree_member is None:
             return _render_records(req, [])
-        records = world.trees[tree_member.root_uuid]
+        records = domain.select(world.trees[tree_member.root_uuid], filters)
     else:
+        # The same list, from the copy's indexes (a cloud's worth of
+        # providers: see World.narrowed).
         records = world.narrowed(filters)
-        # (narrowed() did the capacity test.)
-        filters = dataclasses.replace(filters, resources={})
     if 'uuid' in req.GET:
         records = [record for record in records
                    if record.uuid == req.GET['uuid']]
     if 'name' in req.GET:
         records = [record for record in records
                    if record.provider.name == req.GET['name']]
-    return _render_records(req, domain.select(records, filters))
+    return _render_records(req, records)
 
 
 def _check_traits(req, filters):
