@@ -622,25 +622,27 @@ class World:
         and reading each one's traits, aggregates and inventories was most
         of a long list's time.
         """
-        # (key of the set of records, the list it is made from) per list
-        # a match must be in; lists of them per choice; forbidden lists.
+        def lists(key, index, names):
+            # (key of a set of records, the index's list it is made from)
+            return [((key, name), index.get(name, ())) for name in names]
+
+        # The lists a match must be in, the lists of choices (it must be
+        # in one of each), the lists it must not be in.
         musts = [(('room', rc, amount), self.with_room(rc, amount))
                  for rc, amount in filters.resources.items()]
         choices = []
-        for any_of, key, index in (
-                [(any_of, 'trait', self.by_trait)
-                 for any_of in filters.required_traits]
-                + [(any_of, 'aggregate', self.by_aggregate)
-                   for any_of in filters.member_of]):
-            lists = [((key, name), index.get(name, ())) for name in any_of]
-            if len(lists) == 1:
-                musts.extend(lists)
-            else:
-                choices.append(lists)
-        forbidden = [(('trait', name), self.by_trait.get(name, ()))
-                     for name in filters.forbidden_traits]
-        forbidden.extend((('aggregate', name), self.by_aggregate.get(
-            name, ())) for name in filters.forbidden_aggregates)
+        for key, index, required in (
+                ('trait', self.by_trait, filters.required_traits),
+                ('aggregate', self.by_aggregate, filters.member_of)):
+            for any_of in required:
+                if len(any_of) == 1:
+                    musts.extend(lists(key, index, any_of))
+                else:
+                    choices.append(lists(key, index, any_of))
+        forbidden = (
+            lists('trait', self.by_trait, filters.forbidden_traits)
+            + lists('aggregate', self.by_aggregate,
+                    filters.forbidden_aggregates))
 
         # Filters chained over the shortest list, the shortest of the
         # other lists first: one pass, in C (set.__contains__ needs no
@@ -653,8 +655,8 @@ class World:
             if members:
                 records = itertools.filterfalse(
                     self._members(key, members).__contains__, records)
-        for lists in choices:
-            sets = [self._members(*members) for members in lists]
+        for options in choices:
+            sets = [self._members(*option) for option in options]
             records = [record for record in records
                        if any(record in within for within in sets)]
         return list(records)
