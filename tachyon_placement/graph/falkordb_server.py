@@ -15,6 +15,8 @@ data directory:
   survives the worker that started it being recycled or killed.
 * Liveness is a PING over the socket, not the pid file. A dead server
   (e.g. SIGKILLed) is replaced by a new one; the AOF brings the data back.
+  A server just started must also answer a first graph query; one that
+  hangs on it is killed and started again.
 * Each process using the server registers in ``data_dir/clients/<pid>``.
   ``release()`` unregisters the calling process and, when no live
   registered process remains, shuts the server down cleanly (``SHUTDOWN``
@@ -71,6 +73,13 @@ APPENDFSYNC_CHOICES = ('always', 'everysec', 'no')
 AOF_REWRITE_PERCENTAGE = 10
 AOF_REWRITE_MIN_SIZE = 1 << 20
 AOF_DIR = 'appendonlydir'
+
+# A started server must also answer a graph query on a graph of its own
+# (created, then deleted: two commands in the append-only file) within
+# PROBE_TIMEOUT seconds; one that does not is killed and started again.
+PROBE_GRAPH = 'tachyon:start-probe'
+PROBE_TIMEOUT = 10.0
+SPAWN_ATTEMPTS = 3
 
 
 class EmbeddedServerError(Exception):
@@ -581,6 +590,60 @@ class EmbeddedServer(object):
                  '--loadmodule', module] + self.module_args + self.extra_args)
 
     def _spawn(self, sock):
+        """Start a server and wait until it answers a graph query.
+
+        A server that answers PING but never a first graph query (seen
+        once in CI: FalkorDB 4.16.3's globals lock left taken, its main
+        thread waiting on it for good) is killed and started again, up to
+        SPAWN_ATTEMPTS times in all."""
+        for attempt in range(1, SPAWN_ATTEMPTS + 1):
+            proc = self._spawn_once(sock)
+            answer = self._graph_answer(sock)
+            if answer == _READY:
+                LOG.info('Embedded FalkorDB server running, pid %d',
+                         proc.pid)
+                return
+            self._kill(proc.pid, None, signal.SIGKILL, 5.0)
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                proc.wait(timeout=5)
+            self._proc = None
+            _unlink(self._path(PID_NAME))
+            if answer != _DOWN:
+                # It answered, with an error: the module is not FalkorDB
+                # (or not loaded); starting it again would not help.
+                raise EmbeddedServerError(
+                    'Embedded FalkorDB server (%s) answers PING but not a '
+                    'graph query: %s' % (self._command(sock)[0], answer))
+            LOG.warning('Embedded FalkorDB pid %d answered PING but no '
+                        'graph query within %.0fs (attempt %d of %d): '
+                        'killed it', proc.pid, PROBE_TIMEOUT, attempt,
+                        SPAWN_ATTEMPTS)
+        raise EmbeddedServerError(
+            'Embedded FalkorDB server answered no graph query within %.0fs, '
+            '%d times. Log %s ends with:\n%s'
+            % (PROBE_TIMEOUT, SPAWN_ATTEMPTS, self.log_path, self.log_tail()))
+
+    def _graph_answer(self, sock, timeout=None):
+        """_READY if the server runs a graph query (one that creates and
+        deletes a graph of its own, so the graphs' registry is written
+        too), _DOWN if it does not answer within ``timeout`` or the
+        connection breaks, else the error it answered."""
+        r = self.client(unix_socket_path=sock,
+                        socket_timeout=timeout or PROBE_TIMEOUT,
+                        socket_connect_timeout=timeout or PROBE_TIMEOUT)
+        try:
+            r.execute_command('GRAPH.QUERY', PROBE_GRAPH, 'RETURN 1')
+            r.execute_command('GRAPH.DELETE', PROBE_GRAPH)
+            return _READY
+        except redis.exceptions.ResponseError as e:
+            return str(e)
+        except (redis.exceptions.RedisError, OSError):
+            return _DOWN
+        finally:
+            r.close()
+
+    def _spawn_once(self, sock):
+        """Start a server; return its Popen once it answers PING."""
         _unlink(sock)
         args = self._command(sock)
         LOG.info('Starting embedded FalkorDB server in %s (socket %s)',
@@ -605,8 +668,7 @@ class EmbeddedServer(object):
         res = self._wait_ready(sock, lambda: proc.poll() is None,
                                self.start_timeout)
         if res == _READY:
-            LOG.info('Embedded FalkorDB server running, pid %d', proc.pid)
-            return
+            return proc
         if res is None:
             msg = ('did not answer on %s within %.0fs'
                    % (sock, self.start_timeout))

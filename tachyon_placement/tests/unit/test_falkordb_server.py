@@ -424,6 +424,55 @@ def test_start_timeout(root, data_dir):
     assert not os.path.exists(os.path.join(data_dir, 'server.pid'))
 
 
+def test_start_leaves_no_probe_graph(data_dir):
+    """The start's graph query creates and deletes a graph of its own."""
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    assert srv.client().keys() == []
+    srv.stop()
+
+
+def test_server_answering_no_graph_query_is_replaced(data_dir, monkeypatch,
+                                                     caplog):
+    """A server that answers PING but hangs on its first graph query is
+    killed and started again (here the first one is SIGSTOPped: it holds
+    its socket open and answers nothing, as the hung one did)."""
+    real_answer = EmbeddedServer._graph_answer
+    stopped = []
+
+    def first_one_hangs(self, sock, timeout=None):
+        if not stopped:
+            stopped.append(self.pid)
+            os.kill(self.pid, signal.SIGSTOP)
+            return real_answer(self, sock, timeout=0.5)
+        return real_answer(self, sock, timeout)
+
+    monkeypatch.setattr(EmbeddedServer, '_graph_answer', first_one_hangs)
+    srv = EmbeddedServer(data_dir)
+    sock = srv.ensure_running()
+    assert _wait_gone(stopped[0])
+    assert srv.pid not in (None, stopped[0])
+    assert _servers_under(data_dir) == [srv.pid]
+    assert 'answered PING but no graph query' in caplog.text
+    g = falkordb.FalkorDB(unix_socket_path=sock).select_graph('g')
+    assert g.query('RETURN 1').result_set == [[1]]
+    srv.stop()
+
+
+def test_server_answering_graph_query_with_error_is_not_retried(data_dir):
+    """An error answered to the graph query is reported, not retried:
+    here the probe's graph name holds a plain value in the data."""
+    srv = EmbeddedServer(data_dir)
+    srv.ensure_running()
+    srv.client().set(fs.PROBE_GRAPH, 'not a graph')
+    srv.stop()
+    with pytest.raises(EmbeddedServerError) as exc:
+        srv.ensure_running()
+    assert 'answers PING but not a graph query' in str(exc.value)
+    assert _servers_under(data_dir) == []
+    assert not os.path.exists(os.path.join(data_dir, 'server.pid'))
+
+
 def test_missing_binary(data_dir):
     srv = EmbeddedServer(data_dir, redis_server='/nonexistent/redis-server')
     with pytest.raises(EmbeddedServerError):
