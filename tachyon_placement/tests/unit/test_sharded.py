@@ -23,9 +23,12 @@ def test_copies_behave_as_dict_copies():
                 action = rng.random()
                 if action < 0.4:
                     target[key] = target_mirror[key] = rng.random()
-                elif action < 0.7:
+                elif action < 0.6:
                     assert target.pop(key, None) == target_mirror.pop(key,
                                                                       None)
+                elif action < 0.7:
+                    if key in target_mirror:
+                        del target[key], target_mirror[key]
                 else:
                     assert (target.setdefault(key, [])
                             == target_mirror.setdefault(key, []))
@@ -49,3 +52,4 @@ def test_a_copy_copies_only_the_shards_it_changes():
     assert shared >= sharded._SHARDS - 2
     assert original[5] == 5 and original[6] == 6
     assert twin[5] == 'changed' and 6 not in twin
+    assert (len(original), len(twin)) == (1000, 999)
