@@ -31,8 +31,8 @@ class ShardedDict(collections.abc.MutableMapping):
         # Indexes of the shards this one may write into; None: all.
         self._owned = None
         # Kept, not summed over the shards: the copy's size is read on
-        # every change to the graph (1,024 shards, a fifth of a
-        # millisecond a request on a slow machine).
+        # every change to the graph (summing 1,024 shards was 0.8 % of a
+        # worker's time in the scheduling loop at 10,000 hosts).
         self._size = 0
 
     def copy(self):
