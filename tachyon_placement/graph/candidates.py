@@ -276,6 +276,15 @@ def _rc_reach(matched_roots, *sharing_entries):
     return frozenset(reach)
 
 
+def _same_tree(before, now):
+    """Whether a tree holds the very records it held (a copy of the graph
+    that made its index of trees anew has other lists of the same
+    records: comparing the lists alone rebuilt every tree)."""
+    return before is now or (
+        now is not None and len(before) == len(now)
+        and all(old is new for old, new in zip(before, now)))
+
+
 def _mates(sharing):
     """domain.Snapshot's ``mates`` from sharing_providers()."""
     return {uuid: reach for uuid, (_root, reach) in sharing.items()}
@@ -495,11 +504,10 @@ class WorldReader:
         else:
             last_trees = last_world.trees if last_world is not None else {}
             dropped = {root for root, before in last_trees.items()
-                       if trees.get(root) is not before}
+                       if not _same_tree(before, trees.get(root))}
             dropped |= sharing_roots
             fresh_roots = [root for root, records in trees.items()
-                           if root in dropped
-                           or last_trees.get(root) is not records]
+                           if root in dropped or root not in last_trees]
         fresh = self.candidate_trees(fresh_roots)
         snapshot = domain.Snapshot.extend(last_snapshot, dropped, fresh,
                                           mates=_mates(sharing))

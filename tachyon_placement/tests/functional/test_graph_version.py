@@ -4,6 +4,7 @@ import collections
 import gc
 import threading
 import time
+import uuid as uuidlib
 
 from tachyon_placement.graph import snapshot as snapshot_module
 
@@ -138,6 +139,33 @@ def test_search_snapshot_rebuilds_exactly_the_changed_trees(service):
     assert widened.by_uuid[shared].anchors == {shared, first, second}
     assert widened.trees[first] is before.trees[first]
     assert set(widened.trees) == {first, second, shared}
+
+
+def test_search_snapshot_keeps_untouched_trees_after_many_copies(service):
+    """A process that moves its copy of the graph more than _STEPS_KEPT
+    times between two searches (write requests read the copy too) no
+    longer knows which trees changed from the copies' trail, and makes its
+    index of trees anew: the search still rebuilds only the trees whose
+    records changed (a whole rebuild took 8 s at 10,000 hosts)."""
+    store, seed = service.app.store, service.seed
+    kept = seed.create_provider('kept')
+    seed.add_inventory(kept, 'VCPU', 8)
+    written = seed.create_provider('written')
+    seed.add_inventory(written, 'VCPU', 64)
+    before = _search_snapshot(store)
+    world = store.candidate_reader().world
+    for _step in range(snapshot_module._STEPS_KEPT + 4):
+        seed.call('PUT', '/allocations/%s' % uuidlib.uuid4(), {
+            'allocations': {written: {'resources': {'VCPU': 1}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'})
+        store.candidate_reader()    # the copy moves, no search
+    assert store.candidate_reader().world.touched_since(world) is None
+    after = _search_snapshot(store)
+    assert after.by_uuid[kept] is before.by_uuid[kept]
+    assert after.trees[kept] is before.trees[kept]
+    assert after.by_uuid[written] is not before.by_uuid[written]
+    assert after.by_uuid[written].room['VCPU'][0] == 64 - 20
 
 
 def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
