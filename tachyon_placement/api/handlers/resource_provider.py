@@ -109,7 +109,7 @@ def _render_records(req, records):
     encoded = [record.rendered.get(shape) or _encode(req, record, shape)
                for record in records]
     return wsgi.encoded_json_response(
-        req, [b'{"resource_providers":[', b','.join(encoded), b']}'],
+        req, wsgi.JoinedItems(b'{"resource_providers":[', encoded, b']}'),
         last_modified=wsgi.latest(record.modified for record in records))
 
 
