@@ -419,9 +419,18 @@ def run(args, results, started, sampler_box):
         if args.concurrency:
             urls.append(http.with_query('/allocation_candidates', wl.FLAT))
         connections, rounds = args.workers * args.threads, 2
+        requests = rounds * len(urls) * connections
         _say('warming every worker: %d requests over %d connections at '
-             'once' % (rounds * len(urls) * connections, connections))
+             'once' % (requests, connections))
+        # A phase of its own: as many requests at once as the server has
+        # threads, the largest lists among them, is the memory's test.
+        sampler.set_phase('warm-up')
         failed = wl.warm_workers(loaded, urls, connections, rounds)
+        sampler.sample()
+        results['warm_workers'] = {
+            'requests': requests, 'connections': connections,
+            'rss_peak_mib': {n: sampler.peak_mib(n, 'warm-up')
+                             for n in loaded}}
         if failed:
             _say('  not 2xx while warming: %s' % failed)
 

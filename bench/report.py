@@ -218,6 +218,15 @@ def render(results):
                                            warmup['load_seconds'])))
         out.append('')
 
+    warm = results.get('warm_workers')
+    if warm:
+        out.append('Warm-up (%d requests over %d connections at once, the '
+                   'workloads\' URLs): RSS peak %s MiB' % (
+                       warm['requests'], warm['connections'], ', '.join(
+                           '%s %s' % (labels[svc], _fmt(mib, 0))
+                           for svc, mib in warm['rss_peak_mib'].items())))
+        out.append('')
+
     rows = []
     for name, per in (results.get('workloads') or {}).items():
         per_service = {k: v for k, v in per.items()
@@ -287,6 +296,12 @@ def render(results):
         out.append('Errors and differences (first samples)')
         out += errors
         out.append('')
+    peaks = [(labels[svc], entry.get('rss_peak_mib'))
+             for svc, entry in results['services'].items()]
+    if any(mib for _label, mib in peaks):
+        out.append('RSS peak over the run (service and engine): %s MiB' % (
+            ', '.join('%s %s' % (label, _fmt(mib, 0))
+                      for label, mib in peaks)))
     if results.get('error'):
         out.append('RUN FAILED: %s' % results['error'])
     return '\n'.join(out)
