@@ -230,15 +230,18 @@ class JoinedItems:
 
     def __iter__(self):
         items, step = self.items, self._step
-        if len(items) <= step:
-            yield b''.join((self.head, b','.join(items), self.tail))
-            return
-        yield self.head
-        yield b','.join(items[:step])
-        for start in range(step, len(items), step):
-            # The leading comma comes with the join (no copy of it).
-            yield b','.join([b''] + items[start:start + step])
-        yield self.tail
+        for start in range(0, max(len(items), 1), step):
+            if start:
+                # The leading comma comes with the join.
+                chunk = b','.join([b''] + items[start:start + step])
+            else:
+                # The head and tail go with a chunk, not as writes of a
+                # few bytes of their own (a server without TCP_NODELAY
+                # would hold the next one back).
+                chunk = self.head + b','.join(items[:step])
+            if start + step >= len(items):
+                chunk += self.tail
+            yield chunk
 
 
 def encoded_json_response(req, body, status=200, last_modified=None):
