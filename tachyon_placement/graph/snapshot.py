@@ -151,8 +151,9 @@ _RANKINGS_KEPT = 16
 _STEPS_KEPT = 16
 # ... or than this many changed records (or a quarter of the cloud).
 _PENDING_KEPT = 500
-# Distinct (resource class, amount) pairs whose roots a World remembers.
-_RC_ROOTS_KEPT = 32
+# Distinct tests (a resource class and amount, a set of traits) whose
+# roots a World remembers (see rc_roots, trait_roots).
+_ROOT_SETS_KEPT = 32
 # ... and whose providers with room it keeps listed (see with_room).
 _ROOMS_KEPT = 16
 # Sets of records a World keeps for provider lists' filters (see narrowed).
@@ -440,8 +441,9 @@ class World:
         self._built = {}
         self._pending = {}
         self._root_uuids = None
-        # {(rc, amount): roots of the trees with room} (see rc_roots)
-        self._rc_roots = {}
+        # {test: roots of the trees where some provider passes it} (see
+        # rc_roots, trait_roots, _passes).
+        self._root_sets = {}
         # {key: set of the records of an index's list} (see _members).
         self._member_sets = {}
         # The weighers at this version (WorldCache sets them) and their
@@ -536,15 +538,17 @@ class World:
             world._basis = (self._rankings, frozenset(touched))
         elif self._basis is not None:
             world._basis = (self._basis[0], self._basis[1] | touched)
-        for (rc, amount), roots in list(self._rc_roots.items()):
-            has_room = {root for root in touched
-                        if world._has_room(root, rc, amount)}
-            if has_room <= roots and roots.isdisjoint(touched - has_room):
+        for test, roots in list(self._root_sets.items()):
+            passing = {root for root in touched
+                       if world._tree_passes(root, test)}
+            if passing <= roots and roots.isdisjoint(touched - passing):
                 # Most writes leave every tree on the same side: the very
-                # set (no copy of thousands of roots per write).
-                world._rc_roots[(rc, amount)] = roots
+                # set (no copy of thousands of roots per write, and the
+                # intersections made of it stay remembered, see
+                # domain.SET_OPERATIONS).
+                world._root_sets[test] = roots
             else:
-                world._rc_roots[(rc, amount)] = (roots - touched) | has_room
+                world._root_sets[test] = (roots - touched) | passing
         return world
 
     def touched_since(self, earlier):
@@ -740,22 +744,49 @@ class World:
         re-tests only the trees a write touched: the answer is about the
         whole cloud, the work per write is not.
         """
-        key = (rc, amount)
-        found = self._rc_roots.get(key)
+        return self._roots_where(('room', rc, amount),
+                                 self.by_class.get(rc, ()))
+
+    def trait_roots(self, names, roots_only=False):
+        """The roots of the trees where some provider (the root itself
+        when ``roots_only``) has any of the traits ``names`` (a tuple).
+        Remembered and carried over as rc_roots are: a request's sets
+        are then the very same from one request (and write) to the next,
+        and so are the intersections made of them."""
+        return self._roots_where(
+            ('traits', names, roots_only),
+            itertools.chain.from_iterable(self.by_trait.get(name, ())
+                                          for name in names))
+
+    def _roots_where(self, test, candidates):
+        """The roots of the ``candidates`` records that pass ``test`` (see
+        _passes), remembered per test."""
+        found = self._root_sets.get(test)
         if found is None:
-            found = frozenset(
-                record.root_uuid for record in self.by_class.get(rc, ())
-                if provider_rules.has_capacity(record.inventories[rc],
-                                               amount))
-            if len(self._rc_roots) >= _RC_ROOTS_KEPT:
-                self._rc_roots.clear()
-            self._rc_roots[key] = found
+            found = frozenset(record.root_uuid for record in candidates
+                              if _passes(test, record))
+            if len(self._root_sets) >= _ROOT_SETS_KEPT:
+                self._root_sets.clear()
+            self._root_sets[test] = found
         return found
 
-    def _has_room(self, root, rc, amount):
-        return any(provider_rules.has_capacity(record.inventories.get(rc),
-                                               amount)
+    def _tree_passes(self, root, test):
+        return any(_passes(test, record)
                    for record in self.trees.get(root, ()))
+
+
+def _passes(test, record):
+    """Whether ``record`` passes a World's root-set test: ('room', rc,
+    amount), room for ``amount`` of ``rc``; ('traits', names,
+    roots_only), any of the traits ``names`` (and being a root when
+    ``roots_only``)."""
+    if test[0] == 'room':
+        _kind, rc, amount = test
+        return provider_rules.has_capacity(record.inventories.get(rc),
+                                           amount)
+    _kind, names, roots_only = test
+    return ((not roots_only or record.parent_uuid is None)
+            and not record.traits.isdisjoint(names))
 
 
 def _roots_of(records):

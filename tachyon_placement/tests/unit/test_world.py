@@ -13,6 +13,7 @@ from tachyon_placement.weighing import model as weighing_model
 TRAITS = ['CUSTOM_A', 'CUSTOM_B', 'CUSTOM_C', 'MISC_SHARES_VIA_AGGREGATE']
 AGGS = ['agg-1', 'agg-2']
 CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB']
+TRAIT_SETS = [('CUSTOM_A',), ('CUSTOM_B', 'CUSTOM_C'), ('CUSTOM_D',)]
 WEIGHERS = tuple(weighing_model.Weigher.from_document(name, document)
                  for name, document in (
     ('spread', {'weight': 1.0, 'scorer': {'type': 'usage',
@@ -45,6 +46,9 @@ def _indexes(world):
             'root_uuids': list(world.root_uuids),
             'rc_roots': {(rc, amount): world.rc_roots(rc, amount)
                          for rc in CLASSES for amount in (1, 4, 7)},
+            'trait_roots': {(names, roots_only): world.trait_roots(
+                names, roots_only) for names in TRAIT_SETS
+                for roots_only in (False, True)},
             'with_room': {(rc, amount): [record.uuid for record
                                          in world.with_room(rc, amount)]
                           for rc in CLASSES for amount in (1, 4, 7)},
@@ -290,3 +294,68 @@ def test_lists_of_providers_with_room_are_bounded():
             and record.inventories['VCPU'].used + amount <= 8]
         kept = [name for name in world._built if isinstance(name, tuple)]
         assert 0 < len(kept) <= snapshot._ROOMS_KEPT
+
+
+def test_probes_answer_the_very_sets_while_their_trees_keep_their_side():
+    """A request's probe sets (the roots with room, with a trait, in an
+    aggregate, and what is made of them) are the very objects the last
+    request had, from one copy of the graph to the next, while a write
+    leaves every tree on the same side: what the memo of intersections
+    (domain.SET_OPERATIONS) needs to answer without intersecting again.
+    And they are always what a fresh copy of the graph answers."""
+    from tachyon_placement.domain import candidates as domain
+    from tachyon_placement.graph import candidates as graph_candidates
+    rng = random.Random(13)
+    records, seq = _cloud(rng, roots=60)
+    probes = [
+        domain.Probe(key='t', kind='traits', group=0,
+                     names=('CUSTOM_A', 'CUSTOM_B')),
+        domain.Probe(key='root', kind='traits', names=('CUSTOM_C',),
+                     roots_only=True),
+        domain.Probe(key='a', kind='aggs', group=0, names=('agg-1',)),
+        domain.Probe(key='r', kind='rc', group=0, rc='VCPU', amount=1),
+        domain.Probe(key='r4', kind='rc', group=0, rc='DISK_GB', amount=4)]
+    selective = [probe for probe in probes if probe.selective]
+    resource = [probe for probe in probes if not probe.selective]
+
+    def answers(world):
+        reader = graph_candidates.WorldReader(world, False)
+        sharing = reader.sharing_providers()
+        rows = reader.run_probes(selective, sharing)
+        bound = domain.candidate_roots(selective, rows)
+        rows.update(reader.run_probes(resource, sharing, roots=bound))
+        return rows, bound
+
+    world = snapshot.World(1, dict(records))
+    rows, bound = answers(world)
+    assert bound
+    same_world, same_bound = answers(world)
+    assert same_bound is bound
+    for key, result in rows.items():
+        assert same_world[key].roots is result.roots
+        assert same_world[key].reach is result.reach
+    kept = 0
+    for version in range(2, 30):
+        before = world
+        changed, deleted, seq = _write(rng, records, seq, touches=1)
+        world = world.evolve(version, changed, deleted)
+        now, now_bound = answers(world)
+        fresh, fresh_bound = answers(snapshot.World(version,
+                                                    dict(records)))
+        assert now_bound == fresh_bound
+        assert now == fresh
+        touched = world.touched_since(before)
+        for key in ('t', 'root'):
+            probe = next(probe for probe in probes if probe.key == key)
+            passing = {root for root in touched
+                       if any(set(probe.names) & record.traits
+                              and (record.parent_uuid is None
+                                   or not probe.roots_only)
+                              for record in world.trees.get(root, ()))}
+            if passing == rows[key].roots & touched:
+                # No tree changed sides.
+                assert now[key].roots is rows[key].roots
+                kept += 1
+        rows = now
+    # Writes of one provider mostly leave the trait sets as they were.
+    assert kept > 10
