@@ -688,6 +688,8 @@ def _cleanup(started, sampler_box, results):
                 entry = results['services'].get(svc.name)
                 if entry is not None:
                     entry['rss_peak_mib'] = sampler.peak_mib(svc.name)
+                    entry['rss_peak_parts'] = sampler.peak_parts_mib(
+                        svc.name)
         for svc in reversed(started):
             try:
                 svc.stop()

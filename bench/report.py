@@ -296,15 +296,31 @@ def render(results):
         out.append('Errors and differences (first samples)')
         out += errors
         out.append('')
-    peaks = [(labels[svc], entry.get('rss_peak_mib'))
-             for svc, entry in results['services'].items()]
-    if any(mib for _label, mib in peaks):
-        out.append('RSS peak over the run (service and engine): %s MiB' % (
-            ', '.join('%s %s' % (label, _fmt(mib, 0))
-                      for label, mib in peaks)))
+    out += _memory_lines(results, labels)
     if results.get('error'):
         out.append('RUN FAILED: %s' % results['error'])
     return '\n'.join(out)
+
+
+def _memory_lines(results, labels):
+    """The RSS peak over the run per service, and which processes made
+    it."""
+    out = []
+    peaks = [(labels[svc], entry.get('rss_peak_mib'))
+             for svc, entry in results['services'].items()]
+    if not any(mib for _label, mib in peaks):
+        return out
+    out.append('RSS peak over the run (service and engine): %s MiB' % (
+        ', '.join('%s %s' % (label, _fmt(mib, 0)) for label, mib in peaks)))
+    for svc, entry in results['services'].items():
+        parts = entry.get('rss_peak_parts')
+        if parts:
+            out.append('  %s at its peak (%s): %s' % (
+                labels[svc], parts['phase'], ', '.join(
+                    '%s %s MiB' % (name, _fmt(mib, 0)) for name, mib in
+                    sorted(parts['processes'].items(),
+                           key=lambda item: -item[1]))))
+    return out
 
 
 def write(results, path=None):

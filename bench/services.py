@@ -175,6 +175,16 @@ def rss_kib(pid):
     return 0
 
 
+def process_label(pid):
+    """What a sampled process is, for the RSS peak's parts: its command
+    name (java, redis-server, python...) and pid."""
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return '%s %d' % (f.read().strip(), pid)
+    except OSError:
+        return str(pid)
+
+
 def wait_exit(pid, start_time, timeout, popen=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -834,6 +844,9 @@ class RssSampler(threading.Thread):
         self.phase = 'start'
         self.peaks = {}         # (service name, phase) -> KiB
         self.peak = {}          # service name -> KiB
+        # service name -> (phase, {process label: KiB}) at its peak: which
+        # process (engine, gunicorn worker) made it
+        self.peak_parts = {}
         # phase -> ({service name: its CPU seconds}, the machine's
         # (busy, total) CPU seconds) when the phase started
         self.cpu_at_start = {}
@@ -870,13 +883,15 @@ class RssSampler(threading.Thread):
 
     def sample(self):
         for svc in self.services:
-            total = sum(rss_kib(pid) for pid in svc.pids())
+            parts = {pid: rss_kib(pid) for pid in svc.pids()}
+            total = sum(parts.values())
             with self._lock:
                 key = (svc.name, self.phase)
                 if total > self.peaks.get(key, 0):
                     self.peaks[key] = total
                 if total > self.peak.get(svc.name, 0):
                     self.peak[svc.name] = total
+                    self.peak_parts[svc.name] = (self.phase, parts)
 
     def run(self):
         while not self._stop_event.wait(self.interval):
@@ -887,6 +902,18 @@ class RssSampler(threading.Thread):
 
     def stop(self):
         self._stop_event.set()
+
+    def peak_parts_mib(self, service):
+        """{'phase': phase, 'processes': {label: MiB}} at the service's
+        peak over the run, or None."""
+        with self._lock:
+            found = self.peak_parts.get(service)
+        if not found:
+            return None
+        phase, parts = found
+        return {'phase': phase,
+                'processes': {process_label(pid): round(kib / 1024.0, 1)
+                              for pid, kib in parts.items()}}
 
     def peak_mib(self, service, phase=None):
         with self._lock:
