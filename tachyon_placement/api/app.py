@@ -231,8 +231,7 @@ def build_stack(conf, store, enforcer):
     # Given our conf: without it the middleware reads oslo.config's global
     # CONF, which never holds the service's file, so the option was
     # ignored.  Left out when off, where it only wrapped every request in
-    # one more webob layer (about 5 % of a worker's CPU in the scheduling
-    # loop); the option is not mutable.
+    # one more webob layer for nothing (the option is not mutable).
     proxy_middleware = None
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         proxy_middleware = functools.partial(
