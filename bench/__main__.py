@@ -56,6 +56,11 @@ def parse_args(argv):
                         "starts (tools/neo4j-server.sh)")
     p.add_argument('--neo4j-heap', default='2g',
                    help='JVM heap of that Neo4j server (default 2g)')
+    p.add_argument('--neo4j-pagecache', default='512m',
+                   help="that server's page cache "
+                        '(server.memory.pagecache.size, default 512m: the '
+                        "store of a 50,000-host cloud fits; unset, Neo4j "
+                        "would take half the machine's free memory)")
     p.add_argument('--neo4j-warmup-hosts', type=int, default=300,
                    help='with --engine neo4j: hosts of a throwaway cloud '
                         'driven through the service before measuring, so '
@@ -357,7 +362,8 @@ def run(args, results, started, sampler_box):
         services.append(svcs.TachyonService(
             py, args.workers, args.threads,
             args.conf + telemetry_conf + args.tachyon_conf,
-            engine=args.engine, neo4j_heap=args.neo4j_heap))
+            engine=args.engine, neo4j_heap=args.neo4j_heap,
+            neo4j_pagecache=args.neo4j_pagecache))
     for svc in services:
         started.append(svc)
         svc.start()

@@ -671,10 +671,12 @@ class Neo4jServer:
 
     SCRIPT = os.path.join(REPO_DIR, 'tools', 'neo4j-server.sh')
 
-    def __init__(self, heap):
+    def __init__(self, heap, pagecache):
         self.dir = os.path.join(WORK_DIR, 'neo4j')
+        self.heap, self.pagecache = heap, pagecache
         self.env = dict(os.environ, TACHYON_NEO4J_DIR=self.dir,
                         TACHYON_NEO4J_HEAP=heap,
+                        TACHYON_NEO4J_PAGECACHE=pagecache,
                         TACHYON_NEO4J_PORT=str(free_port()))
         self.uri = None
 
@@ -722,7 +724,8 @@ class TachyonService(Service):
     label = 'Tachyon'
 
     def __init__(self, python, workers, threads, conf_overrides=(),
-                 engine='falkordb', neo4j_heap='2g'):
+                 engine='falkordb', neo4j_heap='2g',
+                 neo4j_pagecache='512m'):
         """``engine``: ``falkordb`` (embedded) or ``neo4j`` (a server of
         the bench's own, see Neo4jServer)."""
         super().__init__()
@@ -732,7 +735,8 @@ class TachyonService(Service):
         self.workers, self.threads = workers, threads
         self.conf_overrides = conf_overrides
         self.engine = engine
-        self.neo4j = Neo4jServer(neo4j_heap) if engine == 'neo4j' else None
+        self.neo4j = (Neo4jServer(neo4j_heap, neo4j_pagecache)
+                      if engine == 'neo4j' else None)
         if self.neo4j:
             self.label = 'Tachyon (Neo4j)'
         self._server_record = os.path.join(PIDS_DIR,
@@ -825,7 +829,8 @@ class TachyonService(Service):
     def describe(self):
         if self.neo4j:
             return {'app': TACHYON_APP, 'database': 'Neo4j Community (%s)'
-                    % self.neo4j.uri}
+                    % self.neo4j.uri, 'neo4j_heap': self.neo4j.heap,
+                    'neo4j_pagecache': self.neo4j.pagecache}
         return {'app': TACHYON_APP, 'database': 'embedded FalkorDB',
                 'data_dir': self.data_dir}
 

@@ -15,6 +15,8 @@
 #   TACHYON_NEO4J_VERSION  Neo4j release from Maven Central (default: the
 #                          pom's, 5.26 LTS; 2025.x needs JAVA_HOME >= 21)
 #   TACHYON_NEO4J_HEAP     JVM heap (default 1g)
+#   TACHYON_NEO4J_PAGECACHE  server.memory.pagecache.size (default 512m;
+#                          size it to the store, as for any Neo4j server)
 #   TACHYON_NEO4J_JAVA_OPTS  more JVM options (words), e.g. a flight recording
 #   TACHYON_NEO4J_SETTINGS   Neo4j settings, setting=value words, e.g.
 #                          dbms.cypher.min_replan_interval=1h
@@ -30,9 +32,34 @@ STATE="${TACHYON_NEO4J_DIR:-$PROJECT/.work}"
 PORT="${TACHYON_NEO4J_PORT:-7687}"
 VERSION="${TACHYON_NEO4J_VERSION:-}"
 HEAP="${TACHYON_NEO4J_HEAP:-1g}"
+PAGECACHE="${TACHYON_NEO4J_PAGECACHE:-512m}"
 PID_FILE="$STATE/server.pid"
 LOG_FILE="$STATE/server.log"
 START_TIMEOUT=180
+
+# The JVM options Neo4j's own launcher passes (server.jvm.additional in
+# the neo4j.conf it ships), less -XX:+AlwaysPreTouch (it would make every
+# test server touch its whole heap at start). Without them the page cache
+# runs in a fallback mode without access to direct buffers, native file
+# access fails ("Incorrect file descriptor" in debug.log), and each thread
+# that writes a large answer keeps a direct buffer of its size for good
+# (jdk.nio.maxCachedBufferSize bounds that cache).
+NEO4J_JVM_OPTIONS=(
+    -XX:+UseG1GC
+    -XX:-OmitStackTraceInFastThrow
+    -XX:+UnlockExperimentalVMOptions
+    -XX:+TrustFinalNonStaticFields
+    -XX:+DisableExplicitGC
+    -Djdk.nio.maxCachedBufferSize=1024
+    -Dio.netty.tryReflectionSetAccessible=true
+    -Djdk.tls.ephemeralDHKeySize=2048
+    -Djdk.tls.rejectClientInitiatedRenegotiation=true
+    --add-opens=java.base/java.nio=ALL-UNNAMED
+    --add-opens=java.base/java.io=ALL-UNNAMED
+    --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+    --enable-native-access=ALL-UNNAMED
+    -Dlog4j2.disable.jmx=true
+)
 
 log() { echo "neo4j-server: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -98,11 +125,19 @@ start() {
     local dir="$PROJECT/target"
     : > "$LOG_FILE"
     local setting
-    for setting in ${TACHYON_NEO4J_SETTINGS:-}; do
-        echo "$setting"
-    done > "$STATE/settings.conf"
+    {
+        # Unset, Neo4j gives its page cache half the machine's free memory.
+        case " ${TACHYON_NEO4J_SETTINGS:-}" in
+            *" server.memory.pagecache.size="*) ;;
+            *) echo "server.memory.pagecache.size=$PAGECACHE" ;;
+        esac
+        for setting in ${TACHYON_NEO4J_SETTINGS:-}; do
+            echo "$setting"
+        done
+    } > "$STATE/settings.conf"
     # shellcheck disable=SC2086  # options are words on purpose
-    setsid "$(java_bin)" -Xmx"$HEAP" -XX:+UseG1GC ${TACHYON_NEO4J_JAVA_OPTS:-} \
+    setsid "$(java_bin)" -Xmx"$HEAP" "${NEO4J_JVM_OPTIONS[@]}" \
+        ${TACHYON_NEO4J_JAVA_OPTS:-} \
         -cp "$dir/classes:$dir/lib/*" org.tachyon.neo4j.Server \
         "$STATE/home" "$PORT" "$STATE/settings.conf" \
         >> "$LOG_FILE" 2>&1 < /dev/null &
