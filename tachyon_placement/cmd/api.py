@@ -17,6 +17,7 @@ from oslo_log import log as logging
 from tachyon_placement.api import wsgi
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
+from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ def main(argv=None):
     conf.register_cli_opts(cli_opts)
     conf(sys.argv[1:] if argv is None else argv, project='placement')
     logging.setup(conf, 'placement')
+    malloc_arenas.cap()
     application = deploy.loadapp(conf)
     server = simple_server.make_server(
         conf.host, conf.port, application,

@@ -13,6 +13,7 @@ from oslo_log import log as logging
 
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
+from tachyon_placement.wsgi import malloc_arenas
 
 CANDIDATES = ('/etc/tachyon/placement.conf', '/etc/placement/placement.conf')
 
@@ -49,4 +50,6 @@ class _LazyApplication:
         return self._app(environ, start_response)
 
 
+# Before the server's threads take memory (see malloc_arenas).
+malloc_arenas.cap()
 application = _LazyApplication()
