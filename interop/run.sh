@@ -123,6 +123,20 @@ if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
 fi
 export INTEROP_KEYSTONE_PYTHON="$KEYSTONE_VENV/bin/python"
 
+# --- Prometheus: the telemetry step scrapes a real one ---------------------------
+
+# Without it that step is skipped; .ci/run runs the interop before
+# tools/run-tests.sh, which would install it only then.
+if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    log "installing Prometheus (Debian's package) for the telemetry step"
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq >/dev/null
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends prometheus >/dev/null \
+        || die "apt-get install prometheus failed"
+fi
+
 # --- run ------------------------------------------------------------------------
 
 # With --prepare, stop here: runs started together afterwards (.ci/run's
