@@ -41,6 +41,18 @@ hash_files() {
         | sha256sum | cut -d' ' -f1
 }
 
+APT_UPDATED=0
+apt_install() {
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    if [ "$APT_UPDATED" -eq 0 ]; then
+        "${sudo[@]}" apt-get update -qq >/dev/null
+        APT_UPDATED=1
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "$@" >/dev/null
+}
+
 make_venv() {
     local venv="$1"
     if [ -x "$venv/bin/python" ] && ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
@@ -54,13 +66,8 @@ make_venv() {
         command -v apt-get >/dev/null 2>&1 || die "$PYTHON has no venv module"
         local py_minor
         py_minor="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-        local sudo=()
-        [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-        "${sudo[@]}" apt-get update -qq >/dev/null
-        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            --no-install-recommends python3-venv "python${py_minor}-venv" >/dev/null \
-            || "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install \
-                -y -qq --no-install-recommends python3-venv >/dev/null
+        apt_install python3-venv "python${py_minor}-venv" \
+            || apt_install python3-venv
         "$PYTHON" -m venv "$venv"
     fi
 }
@@ -129,12 +136,7 @@ export INTEROP_KEYSTONE_PYTHON="$KEYSTONE_VENV/bin/python"
 # tools/run-tests.sh, which would install it only then.
 if ! command -v prometheus >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     log "installing Prometheus (Debian's package) for the telemetry step"
-    sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    "${sudo[@]}" apt-get update -qq >/dev/null
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends prometheus >/dev/null \
-        || die "apt-get install prometheus failed"
+    apt_install prometheus || die "apt-get install prometheus failed"
 fi
 
 # --- run ------------------------------------------------------------------------
