@@ -131,11 +131,19 @@ _SERIALS = itertools.count()
 
 
 class ProviderNode:
-    """A provider as the search sees it (``Snapshot`` fills in the rest)."""
+    """A provider as the search sees it (``Snapshot`` fills in the rest).
+
+    Compact: a worker holds one per provider of the cloud once candidate
+    requests have visited every tree (300,000 at 50,000 hosts), so what is
+    equal is shared, not copied: the traits and aggregates sets and the
+    inventories mapping are the ones given (the store's record, replaced,
+    never changed, when its provider changes), the anchors of a tree's
+    providers one set, and the lineage a tuple.
+    """
 
     __slots__ = ('uuid', 'parent_uuid', 'root_uuid', 'seq', 'traits',
                  'aggregates', 'inventories', 'sharing', 'ancestors',
-                 'sym_class', 'anchors', 'room', 'fit_memo', 'found_memo',
+                 'sym_class', 'anchors', 'fit_memo', 'found_memo',
                  '_summary', '_tree_summaries', 'serial')
 
     def __init__(self, uuid, parent_uuid=None, root_uuid=None, seq=0,
@@ -144,19 +152,21 @@ class ProviderNode:
         self.parent_uuid = parent_uuid
         self.root_uuid = root_uuid or uuid
         self.seq = seq if seq is not None else 0
+        # frozenset() of a frozenset is that very set.
         self.traits = frozenset(traits)
         self.aggregates = frozenset(aggregates)
-        # {resource class: models.Inventory, with ``used``}
-        self.inventories = dict(inventories or {})
-        # {rc: (what is left to allocate, max_unit)} for merged amounts
-        self.room = {rc: (int_capacity(inventory) - inventory.used,
-                          inventory.max_unit)
-                     for rc, inventory in self.inventories.items()}
+        # {resource class: models.Inventory, with ``used``}; kept as given
+        # and never changed.
+        self.inventories = inventories if inventories is not None else {}
         self.sharing = SHARING_TRAIT in self.traits
-        self.ancestors = frozenset()
+        # The uuids of the node and its ancestors up to the root (set by
+        # the Snapshot that indexes it).
+        self.ancestors = (uuid,)
         self.sym_class = None
-        # roots this provider can anchor a candidate at
-        self.anchors = frozenset((self.root_uuid,))
+        # Roots this provider can anchor a candidate at: its own root,
+        # and for a sharing provider the roots it reaches (set by the
+        # Snapshot that indexes it).
+        self.anchors = None
         # {slot signature: does it fit}: the node never changes, so this
         # holds across requests.
         self.fit_memo = None
@@ -175,6 +185,13 @@ class ProviderNode:
         # On roots: a Run of the summaries of the whole tree (made on first
         # use; a changed tree is made of new nodes).
         self._tree_summaries = None
+
+    def room(self, rc):
+        """(What is left to allocate of ``rc``, its max_unit), for the
+        amounts several slots merge on this provider (computed, not
+        kept: a dict of them per node was the largest part of a node)."""
+        inventory = self.inventories[rc]
+        return int_capacity(inventory) - inventory.used, inventory.max_unit
 
     def __repr__(self):
         return 'ProviderNode(%s)' % self.uuid
@@ -259,12 +276,16 @@ class Snapshot:
             if node.sharing:
                 self.sharing_nodes.append(node)
                 self._reaching = None
-                if self._mates is not None:
-                    node.anchors = node.anchors.union(
-                        self._mates.get(node.uuid, ()))
         for root in touched:
             tree = self.trees[root]
             tree.sort(key=lambda node: (node.seq, node.uuid))
+            own_root = frozenset((root,))
+            for node in tree:
+                if node.anchors is None:
+                    node.anchors = own_root
+                    if node.sharing and self._mates is not None:
+                        node.anchors = own_root.union(
+                            self._mates.get(node.uuid, ()))
             by_class = {}
             for node in tree:
                 for rc in node.inventories:
@@ -273,7 +294,7 @@ class Snapshot:
                 self.tree_classes[root] = by_class
             parents = {node.parent_uuid for node in tree}
             for node in tree:
-                node.ancestors = frozenset(self._lineage(node))
+                node.ancestors = self._lineage(node)
                 node.sym_class = None
                 if node.parent_uuid and node.uuid not in parents:
                     # Interchangeable leaves: swapping two of these (while
@@ -289,11 +310,12 @@ class Snapshot:
         self.sharing_nodes.sort(key=lambda node: (node.seq, node.uuid))
 
     def _lineage(self, node):
-        seen = set()
+        """(node, its parent, ..., its root) as uuids."""
+        seen = []
         while node is not None and node.uuid not in seen:
-            seen.add(node.uuid)
+            seen.append(node.uuid)
             node = self.by_uuid.get(node.parent_uuid)
-        return seen
+        return tuple(seen)
 
     def root_key(self, root_uuid):
         root = self.by_uuid.get(root_uuid)
@@ -342,7 +364,9 @@ class Snapshot:
 # Results
 
 
-@dataclasses.dataclass
+# Slots: a root remembers the requests found at it (found_memo), so a
+# worker holds many.
+@dataclasses.dataclass(slots=True)
 class AllocationRequest:
     anchor: str
     # {rp_uuid: {resource_class: amount}}, in request group order
@@ -354,13 +378,37 @@ class AllocationRequest:
                                          repr=False)
 
 
-class ProviderSummary(collections.namedtuple(
-        'ProviderSummary', 'provider resources traits')):
+class ProviderSummary:
     """``provider``: the SummarizedProvider; ``resources``:
     {resource_class: {'capacity': int, 'used': int}}; ``traits``: [name].
     Made once per node (a node never changes) and shared by every
-    candidate document that shows it: a document shows thousands."""
-    __slots__ = ()
+    candidate document that shows it: a document shows thousands.
+
+    ``resources`` and ``traits`` are made when asked for, from the node's
+    inventories and traits (shared, not copied): the renderer keeps each
+    summary's JSON per shape (SummarizedProvider.encoded, Run.encoded) and
+    asks again only for a shape it has not seen, while dicts kept for
+    every provider a document ever showed were a tenth of a worker's
+    memory at 50,000 hosts.
+    """
+
+    __slots__ = ('provider', '_inventories', '_traits')
+
+    def __init__(self, provider, inventories, traits):
+        self.provider = provider
+        self._inventories = inventories
+        self._traits = traits
+
+    @property
+    def resources(self):
+        return {rc: {'capacity': int_capacity(inventory),
+                     'used': inventory.used}
+                for rc, inventory in sorted(self._inventories.items())}
+
+    @property
+    def traits(self):
+        return sorted(self._traits,
+                      key=lambda name: (name.startswith('CUSTOM_'), name))
 
 
 class SummarizedProvider:
@@ -673,7 +721,7 @@ class _AnchorSearch:
             nodes = set()
             for index in indexes:
                 nodes.update(options[index])
-            if sum(node.room[rc][0] for node in nodes) < total:
+            if sum(node.room(rc)[0] for node in nodes) < total:
                 return False
         return True
 
@@ -684,7 +732,7 @@ class _AnchorSearch:
         # ``fits`` checked each amount on its own; only classes that other
         # slots ask for too can run out.
         for rc, amount in slot.tracked:
-            left, max_unit = node.room[rc]
+            left, max_unit = node.room(rc)
             merged = usage.get((node.uuid, rc), 0) + amount
             if merged > left or merged > max_unit:
                 return False
@@ -847,7 +895,9 @@ def same_subtree(nodes):
     nodes = set(nodes)
     if len(nodes) <= 1:
         return True
-    common = frozenset.intersection(*(node.ancestors for node in nodes))
+    first, *others = nodes
+    common = set(first.ancestors).intersection(
+        *(node.ancestors for node in others))
     return any(node.uuid in common for node in nodes)
 
 
@@ -873,6 +923,7 @@ def _materialize(slots, anchor, assignment):
     allocations = {}
     mappings = {}
     roots = set()
+    own_tree = None
     for slot in slots:
         node = assignment[slot.index]
         if slot.resources:
@@ -880,11 +931,20 @@ def _materialize(slots, anchor, assignment):
             for rc, amount in slot.resources:
                 amounts[rc] = amounts.get(rc, 0) + amount
             roots.add(node.root_uuid)
+            if not node.sharing:
+                own_tree = node
         mapped = mappings.setdefault(slot.suffix, [])
         if node.uuid not in mapped:
             mapped.append(node.uuid)
+    if own_tree is not None and len(roots) == 1:
+        # Most requests stay in one tree: its providers' anchors, {root}
+        # (they share nothing), is that set already; a set of its own
+        # per request remembered was 216 bytes each.
+        roots = own_tree.anchors
+    else:
+        roots = frozenset(roots)
     return AllocationRequest(anchor=anchor, allocations=allocations,
-                             mappings=mappings, roots=frozenset(roots))
+                             mappings=mappings, roots=roots)
 
 
 def _identity(request):
@@ -1305,13 +1365,8 @@ def summarize(node):
     """The node's ProviderSummary, made once (a node never changes)."""
     summary = node._summary
     if summary is None:
-        resources = {
-            rc: {'capacity': int_capacity(inventory), 'used': inventory.used}
-            for rc, inventory in sorted(node.inventories.items())}
-        traits = sorted(node.traits,
-                        key=lambda name: (name.startswith('CUSTOM_'), name))
         summary = node._summary = ProviderSummary(
-            SummarizedProvider(node), resources, traits)
+            SummarizedProvider(node), node.inventories, node.traits)
     return summary
 
 

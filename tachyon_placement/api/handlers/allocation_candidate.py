@@ -340,9 +340,9 @@ def _render_summaries(req, result, groups):
     shape = repr((every_class or requested, with_traits, with_tree))
 
     def member(summary):
-        # The summaries' own dicts and lists go into the document as
-        # they are (made once per provider and never changed).  Each
-        # member is encoded as a one-member object, braces cut off.
+        # Made and encoded once per shape and provider (or tree): the
+        # JSON is remembered, the dicts are not.  Each member is encoded
+        # as a one-member object, braces cut off.
         provider = summary.provider
         resources = summary.resources
         if not every_class:

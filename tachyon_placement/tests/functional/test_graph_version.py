@@ -124,9 +124,9 @@ def test_search_snapshot_rebuilds_exactly_the_changed_trees(service):
     assert after.trees[first] is before.trees[first]
     assert after.by_uuid[first] is before.by_uuid[first]
     assert after.by_uuid[second_child] is not before.by_uuid[second_child]
-    assert after.by_uuid[second_child].room['VCPU'][0] == 1
-    assert before.by_uuid[second_child].room['VCPU'][0] == 4
-    assert after.by_uuid[second_child].ancestors == {second, second_child}
+    assert after.by_uuid[second_child].room('VCPU')[0] == 1
+    assert before.by_uuid[second_child].room('VCPU')[0] == 4
+    assert after.by_uuid[second_child].ancestors == (second_child, second)
     # The sharing provider's reach did not change: its tree is kept too.
     assert after.by_uuid[shared] is before.by_uuid[shared]
     assert after.by_uuid[shared].anchors == {shared, first}
@@ -166,7 +166,7 @@ def test_search_snapshot_keeps_untouched_trees_after_many_copies(service):
     assert after.by_uuid[kept] is before.by_uuid[kept]
     assert after.trees[kept] is before.trees[kept]
     assert after.by_uuid[written] is not before.by_uuid[written]
-    assert after.by_uuid[written].room['VCPU'][0] == 64 - steps
+    assert after.by_uuid[written].room('VCPU')[0] == 64 - steps
 
 
 def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):

@@ -410,6 +410,53 @@ def test_same_provider_is_its_own_subtree_unless_isolated():
                   same_subtrees=subtree).allocation_requests == []
 
 
+# -- what nodes share --------------------------------------------------------
+# A worker holds a node per provider of the cloud and remembers the
+# requests found at each root: what is equal is one object.
+
+
+def test_nodes_share_their_tree_s_sets_and_the_given_inventories():
+    cloud = numa_aggregates()
+    snapshot = cloud.snapshot()
+    cn1, numa1_1, numa1_2 = (snapshot.by_uuid[uuid]
+                             for uuid in ('cn1', 'numa1_1', 'numa1_2'))
+    assert cn1.anchors == {'cn1'}
+    assert numa1_1.anchors is cn1.anchors and numa1_2.anchors is cn1.anchors
+    assert snapshot.by_uuid['cn2'].anchors == {'cn2'}
+    # A sharing provider's reach is its own: its root and its mates'.
+    assert snapshot.by_uuid['ss1'].anchors == {'ss1', 'cn1', 'cn2'}
+    assert snapshot.by_uuid['ss2'].anchors == {'ss2', 'cn1'}
+    assert numa1_1.ancestors == ('numa1_1', 'cn1')
+    given = {'VCPU': inv('VCPU', 24, allocation_ratio=16.0, used=5)}
+    node = domain.ProviderNode('n', inventories=given,
+                               traits=frozenset({'CUSTOM_A'}))
+    assert node.inventories is given
+    assert node.room('VCPU') == (24 * 16 - 5, 24)
+    summary = domain.summarize(node)
+    assert summary.resources == {'VCPU': {'capacity': 384, 'used': 5}}
+    assert summary.traits == ['CUSTOM_A']
+
+
+def test_requests_within_one_tree_share_its_set_of_roots():
+    cloud = numa_aggregates()
+    snapshot = cloud.snapshot()
+    result = domain.find_candidates(
+        snapshot, [group(resources={'VCPU': 1, 'DISK_GB': 10})],
+        domain.RequestWide())
+    alone = domain.find_candidates(
+        snapshot, [group(resources={'VCPU': 1})], domain.RequestWide())
+    spanning = within = 0
+    for request in result.allocation_requests + alone.allocation_requests:
+        roots = {snapshot.by_uuid[rp].root_uuid for rp in request.allocations}
+        assert request.roots == roots
+        if roots == {request.anchor}:
+            assert request.roots is snapshot.by_uuid[request.anchor].anchors
+            within += 1
+        else:
+            spanning += 1
+    assert spanning and within
+
+
 # -- root_required --------------------------------------------------------
 
 

@@ -371,3 +371,32 @@ def test_probes_answer_the_very_sets_while_their_trees_keep_their_side():
         rows = now
     # Writes of one provider mostly leave the trait sets as they were.
     assert kept > 10
+
+
+def _row(uuid, seq):
+    return {'uuid': uuid, 'name': uuid, 'generation': 1, 'parent_uuid': None,
+            'root_uuid': uuid, 'seq': seq, 'stamp': seq,
+            'created_at': 0, 'updated_at': 0}
+
+
+def test_records_with_equal_labels_share_one_set():
+    first = snapshot._record(_row('a', 1), {'CUSTOM_A', 'CUSTOM_B'},
+                             ['agg-1'], {})
+    second = snapshot._record(_row('b', 2), ('CUSTOM_B', 'CUSTOM_A'),
+                              frozenset(['agg-1']), {})
+    assert first.traits == {'CUSTOM_A', 'CUSTOM_B'}
+    assert first.traits is second.traits
+    assert first.aggregates is second.aggregates
+    assert isinstance(first.traits, frozenset)
+    assert snapshot._record(_row('c', 3), [], [], {}).traits == frozenset()
+
+
+def test_a_label_set_goes_with_the_last_record_holding_it():
+    label_sets = snapshot.LabelSets()
+    held = label_sets(['CUSTOM_X'])
+    assert label_sets({'CUSTOM_X'}) is held
+    assert len(label_sets) == 1
+    label_sets(['CUSTOM_Y'])    # held by nobody
+    assert len(label_sets) == 1
+    del held
+    assert len(label_sets) == 0
