@@ -821,7 +821,7 @@ class LabelSets:
     """One frozenset per distinct set of labels (traits, aggregates) that
     the process's records hold: a cloud has few (the 9,132 providers of
     the bench's 2,000 hosts have 23 sets of traits and 12 of aggregates),
-    and a set each was a tenth of the records' memory (a set of six
+    and a set each was 2.5 of the records' 11 MiB there (a set of six
     traits is 728 bytes).  Candidate nodes take the records' sets, so
     they share them too.  Weak: a set goes when no record holds it."""
 

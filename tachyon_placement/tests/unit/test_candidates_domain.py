@@ -415,7 +415,7 @@ def test_same_provider_is_its_own_subtree_unless_isolated():
 # requests found at each root: what is equal is one object.
 
 
-def test_nodes_share_their_tree_s_sets_and_the_given_inventories():
+def test_nodes_of_a_tree_share_one_anchors_set_and_keep_given_inventories():
     cloud = numa_aggregates()
     snapshot = cloud.snapshot()
     cn1, numa1_1, numa1_2 = (snapshot.by_uuid[uuid]
