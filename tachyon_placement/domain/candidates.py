@@ -279,13 +279,6 @@ class Snapshot:
         for root in touched:
             tree = self.trees[root]
             tree.sort(key=lambda node: (node.seq, node.uuid))
-            own_root = frozenset((root,))
-            for node in tree:
-                if node.anchors is None:
-                    node.anchors = own_root
-                    if node.sharing and self._mates is not None:
-                        node.anchors = own_root.union(
-                            self._mates.get(node.uuid, ()))
             by_class = {}
             for node in tree:
                 for rc in node.inventories:
@@ -293,7 +286,13 @@ class Snapshot:
             if root in self.by_uuid:
                 self.tree_classes[root] = by_class
             parents = {node.parent_uuid for node in tree}
+            own_root = frozenset((root,))
             for node in tree:
+                if node.anchors is None:
+                    node.anchors = own_root
+                    if node.sharing and self._mates is not None:
+                        node.anchors = own_root.union(
+                            self._mates.get(node.uuid, ()))
                 node.ancestors = self._lineage(node)
                 node.sym_class = None
                 if node.parent_uuid and node.uuid not in parents:

@@ -853,8 +853,8 @@ def _record(row, traits, aggregates, inventories):
         parent_uuid=row['parent_uuid'], root_uuid=row['root_uuid'],
         created_at=models.from_millis(row['created_at']),
         updated_at=models.from_millis(row['updated_at']))
-    return ProviderRecord(provider, row['seq'], _LABEL_SETS(traits),
-                          _LABEL_SETS(aggregates), inventories, row['stamp'])
+    return ProviderRecord(provider, row['seq'], traits, aggregates,
+                          inventories, row['stamp'])
 
 
 def _same_record(held, record):
@@ -876,8 +876,8 @@ def _records(engine):
     for row in engine.read(ALL_INVENTORIES):
         inventories.setdefault(row['uuid'], {})[row['rc']] = _inventory(row)
     return {row['uuid']: _record(
-        row, frozenset(traits.get(row['uuid'], _EMPTY)),
-        frozenset(aggregates.get(row['uuid'], _EMPTY)),
+        row, _LABEL_SETS(traits.get(row['uuid'], _EMPTY)),
+        _LABEL_SETS(aggregates.get(row['uuid'], _EMPTY)),
         inventories.get(row['uuid'], {}))
         for row in engine.read(ALL_PROVIDERS) if row['uuid'] is not None}
 
@@ -913,15 +913,11 @@ def _changed_records(rows, since, held):
         if old is not None and (row['labels_stamp'] or 0) <= since:
             traits, aggregates = old.traits, old.aggregates
         else:
-            traits = frozenset(row['traits'])
-            aggregates = frozenset(row['aggregates'])
-            if old is not None:
-                # Read again (a copy re-reads its newest write when it
-                # was not whole): the very sets when they are the same.
-                if traits == old.traits:
-                    traits = old.traits
-                if aggregates == old.aggregates:
-                    aggregates = old.aggregates
+            # Equal sets are one object: the old record's when they did
+            # not change (a copy re-reads its newest write when it was
+            # not whole).
+            traits = _LABEL_SETS(row['traits'])
+            aggregates = _LABEL_SETS(row['aggregates'])
         records[row['uuid']] = _record(
             row, traits, aggregates,
             {inventory['rc']: _inventory(inventory)

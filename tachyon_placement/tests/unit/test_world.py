@@ -373,22 +373,33 @@ def test_probes_answer_the_very_sets_while_their_trees_keep_their_side():
     assert kept > 10
 
 
-def _row(uuid, seq):
+def _changed_row(uuid, stamp, traits, aggregates):
+    """A _CHANGED_PROVIDER map, as the engines answer it."""
     return {'uuid': uuid, 'name': uuid, 'generation': 1, 'parent_uuid': None,
-            'root_uuid': uuid, 'seq': seq, 'stamp': seq,
-            'created_at': 0, 'updated_at': 0}
+            'root_uuid': uuid, 'seq': stamp, 'stamp': stamp,
+            'labels_stamp': stamp, 'created_at': 0, 'updated_at': 0,
+            'traits': list(traits), 'aggregates': list(aggregates),
+            'inventories': []}
 
 
 def test_records_with_equal_labels_share_one_set():
-    first = snapshot._record(_row('a', 1), {'CUSTOM_A', 'CUSTOM_B'},
-                             ['agg-1'], {})
-    second = snapshot._record(_row('b', 2), ('CUSTOM_B', 'CUSTOM_A'),
-                              frozenset(['agg-1']), {})
+    records = snapshot._changed_records([
+        _changed_row('a', 1, ['CUSTOM_A', 'CUSTOM_B'], ['agg-1']),
+        _changed_row('b', 2, ['CUSTOM_B', 'CUSTOM_A'], ['agg-1']),
+        _changed_row('c', 3, [], [])], 0, {})
+    first, second = records['a'], records['b']
     assert first.traits == {'CUSTOM_A', 'CUSTOM_B'}
+    assert isinstance(first.traits, frozenset)
     assert first.traits is second.traits
     assert first.aggregates is second.aggregates
-    assert isinstance(first.traits, frozenset)
-    assert snapshot._record(_row('c', 3), [], [], {}).traits == frozenset()
+    assert records['c'].traits == frozenset()
+    # Labels read again (stamped after the copy) and unchanged: the very
+    # sets of the record they replace.
+    again = snapshot._changed_records(
+        [_changed_row('a', 5, ['CUSTOM_B', 'CUSTOM_A'], ['agg-1'])], 4,
+        records)
+    assert again['a'] is not first
+    assert again['a'].traits is first.traits
 
 
 def test_a_label_set_goes_with_the_last_record_holding_it():
