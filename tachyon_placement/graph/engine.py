@@ -22,6 +22,10 @@ class RefusedQuery(GraphError):
     parse, writes, calls procedures or loads files."""
 
 
+class QueryBoundBroken(GraphError):
+    """An operator's query broke its bounds in memory, time or rows."""
+
+
 class Section:
     """The outcome of an ``Engine.exclusive`` section."""
 
@@ -64,16 +68,18 @@ class Engine:
         """
         return contextlib.nullcontext(Section())
 
-    def check_scorer_query(self, text, timeout):
+    def check_scorer_query(self, text, bounds):
         """The columns of ``text``, an operator's read-only query, after
-        the engine planned it (and, where planning does not say enough,
-        ran it once within ``timeout`` seconds); RefusedQuery when it does
-        not parse, writes, calls procedures or loads files."""
+        the engine planned it and ran it once within ``bounds``
+        (graph/scorer_sandbox.py Bounds: seconds, MiB, rows), where it
+        cannot hurt the serving engine; RefusedQuery when it does not
+        parse, writes, calls procedures, loads files or breaks a bound."""
         raise NotImplementedError
 
-    def run_scorer_query(self, text, timeout):
+    def run_scorer_query(self, text, bounds, max_rows):
         """The rows of ``text`` (checked by check_scorer_query), read-only,
-        given up after ``timeout`` seconds (GraphError)."""
+        within ``bounds`` and at most ``max_rows`` rows: QueryBoundBroken
+        when it breaks one, GraphError when it fails otherwise."""
         raise NotImplementedError
 
     def close(self):

@@ -18,6 +18,7 @@ without them.
 """
 import contextlib
 import random
+import socket
 import threading
 import time
 import uuid
@@ -30,6 +31,7 @@ import redis.exceptions
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import local_locks as local_locks_module
 from tachyon_placement.graph import schema
+from tachyon_placement.graph import scorer_sandbox
 
 LOG = logging.getLogger(__name__)
 
@@ -109,6 +111,10 @@ class FalkorDBEngine(engine.Engine):
         self._revive = revive
         self._closed = False
         self._lock = threading.Lock()
+        self._address = (('unix', unix_socket_path) if unix_socket_path
+                         else ('tcp', host or 'localhost', port or 6379))
+        self._password = password
+        self._scorer_replica = None
 
     def _run(self, statement, params, read_only):
         try:
@@ -182,33 +188,55 @@ class FalkorDBEngine(engine.Engine):
                 with contextlib.suppress(redis.exceptions.RedisError):
                     self._release(keys=held, args=[token])
 
-    def check_scorer_query(self, text, timeout):
+    def check_scorer_query(self, text, bounds):
+        # Planned and run in an empty sandbox, never in this server
+        # (graph/scorer_sandbox.py says why).
         try:
-            plan = str(self._graph.explain(text))
-        except redis.exceptions.RedisError as exc:
+            columns, plan = scorer_sandbox.check(text, bounds)
+        except scorer_sandbox.SandboxError as exc:
             raise engine.RefusedQuery(str(exc)) from exc
-        operations = {line.strip().split(' |')[0]
-                      for line in plan.splitlines()}
+        operations = {line.strip().split(' |')[0] for line in plan}
         refused = operations & _REFUSED_OPERATIONS
-        if refused:
+        if refused or len(plan) < 2:
             raise engine.RefusedQuery(
                 'the query may only read (it has %s)'
-                % ', '.join(sorted(refused)))
-        # The plan does not name the columns: run it once.
-        result = self._scorer_result(text, timeout)
-        return [column[1] for column in result.header]
+                % ', '.join(sorted(refused or operations)))
+        return columns
 
-    def _scorer_result(self, text, timeout):
+    def run_scorer_query(self, text, bounds, max_rows):
+        with self._lock:
+            if self._scorer_replica is None:
+                self._scorer_replica = scorer_sandbox.Replica(
+                    self._connect_raw, self._graph.name, bounds)
+            replica = self._scorer_replica
+        replica.bounds = bounds
         try:
-            # GRAPH.RO_QUERY refuses any write the plan did not show.
-            return self._graph.ro_query(text, timeout=int(timeout * 1000))
-        except redis.exceptions.RedisError as exc:
-            raise engine.RefusedQuery(str(exc)) from exc
+            columns, rows = replica.query(text, max_rows)
+        except scorer_sandbox.SandboxBroken as exc:
+            raise engine.QueryBoundBroken(str(exc)) from exc
+        except scorer_sandbox.SandboxError as exc:
+            raise engine.GraphError('scorer query: %s' % exc) from exc
+        return [dict(zip(columns, (value.decode() if isinstance(value, bytes)
+                                   else value for value in row)))
+                for row in rows]
 
-    def run_scorer_query(self, text, timeout):
-        result = self._scorer_result(text, timeout)
-        columns = [column[1] for column in result.header]
-        return [dict(zip(columns, row)) for row in result.result_set]
+    def _connect_raw(self):
+        """A new socket to this server, authenticated when it needs it
+        (the scorer replica's relay, graph/scorer_sandbox.py)."""
+        if self._address[0] == 'unix':
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(10)
+            sock.connect(self._address[1])
+        else:
+            sock = socket.create_connection(self._address[1:], timeout=10)
+        if self._password:
+            sock.sendall(scorer_sandbox.resp_command(
+                b'AUTH', self._password.encode()))
+            if not sock.recv(64).startswith(b'+OK'):
+                sock.close()
+                raise OSError('the graph server refused the password')
+        sock.settimeout(None)
+        return sock
 
     def read(self, statement, **params):
         return self._run(statement, params, read_only=True)
@@ -259,6 +287,8 @@ class FalkorDBEngine(engine.Engine):
             if self._closed:
                 return
             self._closed = True
+        if self._scorer_replica is not None:
+            self._scorer_replica.close()
         try:
             self._db.connection.close()
         except Exception:  # noqa: BLE001 - closing is best effort

@@ -28,6 +28,19 @@ def _plain(value):
     return value
 
 
+_UNITS = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}
+
+
+def _bytes(setting):
+    """Bytes of a Neo4j memory setting's value ('256m', '0B', '1.00GiB')."""
+    text = str(setting or '0').strip().lower().replace('ib', '').rstrip('b')
+    unit = text[-1:] if text[-1:] in _UNITS and text[-1:] else ''
+    try:
+        return int(float(text[:-1] if unit else text) * _UNITS[unit])
+    except ValueError:
+        return 0
+
+
 # Plan operators an operator's scorer query may not have (a read session
 # refuses writes already; procedures and files are not for scorers).
 _REFUSED_OPERATORS = frozenset((
@@ -197,11 +210,37 @@ class Neo4jEngine(engine.Engine):
             except neo4j.exceptions.Neo4jError as exc:
                 raise engine.GraphError('commit: %s' % exc) from exc
 
-    def check_scorer_query(self, text, timeout):
+    def _transaction_memory_cap(self):
+        """Bytes a transaction may take in this server
+        (db.memory.transaction.max; 0: unbounded)."""
+        try:
+            with self._session(neo4j.READ_ACCESS) as session:
+                record = session.run(
+                    "SHOW SETTINGS YIELD name, value "
+                    "WHERE name = 'db.memory.transaction.max' "
+                    "RETURN value").single()
+        except (neo4j.exceptions.Neo4jError,
+                neo4j.exceptions.DriverError):
+            return None
+        return _bytes(record['value']) if record else None
+
+    def check_scorer_query(self, text, bounds):
+        cap = self._transaction_memory_cap()
+        if not cap or cap > bounds.memory_mib << 20:
+            # Neo4j bounds a query's memory only server-wide: an operator's
+            # query may run only where that bound is the scorers' one.
+            raise engine.RefusedQuery(
+                'Neo4j does not bound a transaction\'s memory to %d MiB: '
+                'set db.memory.transaction.max (now %s) to at most %dm in '
+                'its configuration, or raise [telemetry] '
+                'scorer_memory_limit' % (
+                    bounds.memory_mib,
+                    '%d MiB' % (cap >> 20) if cap else 'unbounded',
+                    bounds.memory_mib))
         try:
             with self._session(neo4j.READ_ACCESS) as session:
                 result = session.run(neo4j.Query('EXPLAIN ' + text,
-                                                 timeout=timeout))
+                                                 timeout=bounds.timeout))
                 columns = list(result.keys())
                 summary = result.consume()
         except (neo4j.exceptions.Neo4jError,
@@ -220,17 +259,38 @@ class Neo4jEngine(engine.Engine):
         if refused:
             raise engine.RefusedQuery('the query may not use %s'
                                       % ', '.join(sorted(refused)))
+        # Run once within the bounds, rows capped as in collection.
+        try:
+            self._scorer_rows(text, bounds, bounds.max_rows)
+        except engine.GraphError as exc:
+            raise engine.RefusedQuery(str(exc)) from exc
         return columns
 
-    def run_scorer_query(self, text, timeout):
+    def _scorer_rows(self, text, bounds, max_rows):
+        # The rows are capped in the engine by the subquery's LIMIT; the
+        # transaction's timeout and db.memory.transaction.max bound it.
+        wrapped = neo4j.Query('CALL () { %s\n} RETURN uuid, score LIMIT %d'
+                              % (text, max_rows + 1), timeout=bounds.timeout)
         try:
             with self._session(neo4j.READ_ACCESS) as session:
-                return [{key: _plain(value) for key, value in record.items()}
-                        for record in session.run(
-                            neo4j.Query(text, timeout=timeout))]
-        except (neo4j.exceptions.Neo4jError,
-                neo4j.exceptions.DriverError) as exc:
+                rows = [{key: _plain(value) for key, value in record.items()}
+                        for record in session.run(wrapped)]
+        except neo4j.exceptions.Neo4jError as exc:
+            code = exc.code or ''
+            if ('MemoryLimitExceeded' in code or 'TransactionTimedOut' in code
+                    or 'Terminated' in code):
+                raise engine.QueryBoundBroken('%s (bounds: %g s, %d MiB)' % (
+                    exc.message, bounds.timeout, bounds.memory_mib)) from exc
+            raise engine.GraphError('scorer query: %s' % exc.message) from exc
+        except neo4j.exceptions.DriverError as exc:
             raise engine.GraphError('scorer query: %s' % exc) from exc
+        if len(rows) > max_rows:
+            raise engine.QueryBoundBroken('it returns more than %d rows'
+                                          % max_rows)
+        return rows
+
+    def run_scorer_query(self, text, bounds, max_rows):
+        return self._scorer_rows(text, bounds, max_rows)
 
     def read(self, statement, **params):
         return self._run(statement, params, read_only=True)

@@ -70,15 +70,22 @@ class Store(resource_classes.ResourceClassStore,
         self.engine.close()
 
 
+def _unquoted(text):
+    return urllib.parse.unquote(text) if text else text
+
+
 def make_engine(conf):
     uri = conf.graph.connection
     if uri:
         parsed = urllib.parse.urlparse(uri)
         if parsed.scheme in NEO4J_SCHEMES:
             from tachyon_placement.graph import neo4j_engine
+            # The driver refuses credentials in the URI: they go apart.
+            bare = parsed._replace(netloc=parsed.netloc.rpartition('@')[2])
             return neo4j_engine.Neo4jEngine(
-                uri, username=conf.graph.username or parsed.username,
-                password=conf.graph.password or parsed.password,
+                bare.geturl(),
+                username=conf.graph.username or _unquoted(parsed.username),
+                password=conf.graph.password or _unquoted(parsed.password),
                 database=conf.graph.database)
         from tachyon_placement.graph import falkordb_engine
         graph = conf.graph.database or FALKORDB_GRAPH
@@ -89,7 +96,7 @@ def make_engine(conf):
         if parsed.scheme in ('falkor', 'falkordb', 'redis'):
             return falkordb_engine.FalkorDBEngine(
                 graph, host=parsed.hostname, port=parsed.port,
-                password=conf.graph.password or parsed.password)
+                password=conf.graph.password or _unquoted(parsed.password))
         raise ValueError('Unsupported [graph] connection scheme: %s'
                          % parsed.scheme)
     from tachyon_placement.graph import falkordb_engine

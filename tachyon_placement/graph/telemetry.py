@@ -22,7 +22,8 @@ METRICS = definitions.Kind('Metric', 'metric', 'metrics')
 
 STORE_VALUES = Statement('telemetry_store_values', common="""
 MERGE (stored:MetricValues {name: $name})
-SET stored.values = $values, stored.collected_at = $collected_at
+SET stored.values = $values, stored.collected_at = $collected_at,
+    stored.disabled = null
 WITH count(*) AS stored_count
 MERGE (counter:Meta {key: 'telemetry'})
 ON CREATE SET counter.version = 0
@@ -32,8 +33,37 @@ RETURN counter.version AS version
 
 VALUES = Statement('telemetry_values', common="""
 MATCH (stored:MetricValues)
+WHERE stored.disabled IS NULL
 RETURN stored.name AS name, stored.values AS values,
        stored.collected_at AS collected_at
+""")
+
+# A Cypher scorer that broke its bounds: its values go (its weighers score
+# nothing) and the collector no longer runs it, until it is enabled again
+# (its weigher stored again).
+DISABLE = Statement('telemetry_disable', common="""
+MERGE (stored:MetricValues {name: $name})
+SET stored.values = '{}', stored.disabled = $reason,
+    stored.collected_at = $at
+WITH count(*) AS stored_count
+MERGE (counter:Meta {key: 'telemetry'})
+ON CREATE SET counter.version = 0
+SET counter.version = counter.version + 1
+RETURN counter.version AS version
+""")
+
+ENABLE = Statement('telemetry_enable', common="""
+MATCH (stored:MetricValues {name: $name})
+WHERE stored.disabled IS NOT NULL
+DELETE stored
+RETURN count(*) AS enabled
+""")
+
+DISABLED = Statement('telemetry_disabled', common="""
+MATCH (stored:MetricValues)
+WHERE stored.disabled IS NOT NULL
+RETURN stored.name AS name, stored.disabled AS reason,
+       stored.collected_at AS since
 """)
 
 DROP_VALUES = Statement('telemetry_drop_values', common="""
@@ -60,6 +90,13 @@ SET lease.holder = CASE WHEN mine THEN $holder ELSE lease.holder END,
 RETURN mine
 """ % cypher.write_lock('lease', dialect)
 
+
+RELEASE_LEASE = Statement('telemetry_release_lease', common="""
+MATCH (lease:Meta {key: 'telemetry_lease'})
+WHERE lease.holder = $holder
+SET lease.until = 0
+RETURN count(*) AS released
+""")
 
 TAKE_LEASE = Statement('telemetry_take_lease', neo4j=_lease_text('neo4j'),
                        falkordb=_lease_text('falkordb'))
@@ -89,6 +126,20 @@ class TelemetryStore:
                           values=orjson.dumps(values).decode(),
                           collected_at=collected_at_ms)
 
+    def disable_signal(self, name, reason, at_ms):
+        """Stop collecting ``name`` (a Cypher scorer's signal) and forget
+        its values: it broke its bounds (``reason``)."""
+        self.engine.write(DISABLE, name=name, reason=reason, at=at_ms)
+
+    def enable_signal(self, name):
+        """Collect ``name`` again (its weigher was stored again)."""
+        self.engine.write(ENABLE, name=name)
+
+    def disabled_signals(self):
+        """{signal name: (reason, since ms)} of disabled scorers."""
+        return {row['name']: (row['reason'], row['since'])
+                for row in self.engine.read(DISABLED)}
+
     def drop_metric_values(self, kept):
         """Forget the values of metrics no longer defined."""
         self.engine.write(DROP_VALUES, kept=sorted(kept))
@@ -100,12 +151,14 @@ class TelemetryStore:
         return {row['name']: (row['collected_at'], orjson.loads(row['values']))
                 for row in self.engine.read(VALUES)}
 
-    def check_cypher_scorer(self, query, timeout):
+    def check_cypher_scorer(self, query, bounds):
         """Raise domain Invalid unless ``query`` is a read-only query,
         without procedures or files, returning the columns uuid and
-        score, that the engine plans (and runs) within ``timeout``."""
+        score, that the engine plans and runs within ``bounds``
+        (graph/scorer_sandbox.py Bounds) where it cannot hurt the
+        serving engine."""
         try:
-            columns = self.engine.check_scorer_query(query, timeout)
+            columns = self.engine.check_scorer_query(query, bounds)
         except engine.RefusedQuery as exc:
             raise errors.Invalid('cypher scorer refused: %s' % exc)
         missing = [column for column in weighing_model.CYPHER_COLUMNS
@@ -116,11 +169,13 @@ class TelemetryStore:
                 '(it returns %s)' % (', '.join(weighing_model.CYPHER_COLUMNS),
                                      ', '.join(columns) or 'none'))
 
-    def cypher_scores(self, query, timeout):
+    def cypher_scores(self, query, bounds, max_rows):
         """{provider uuid: score} of a checked Cypher scorer; rows whose
-        score is no finite number are left out."""
+        score is no finite number are left out.  engine.QueryBoundBroken
+        when it breaks ``bounds`` or returns more than ``max_rows``
+        rows."""
         scores = {}
-        for row in self.engine.run_scorer_query(query, timeout):
+        for row in self.engine.run_scorer_query(query, bounds, max_rows):
             score = row.get('score')
             if (isinstance(score, (int, float)) and not isinstance(
                     score, bool) and score == score
@@ -138,3 +193,7 @@ class TelemetryStore:
         except engine.ConstraintViolation:
             return False  # another process created the lease first
         return bool(rows and rows[0]['mine'])
+
+    def release_telemetry_lease(self, holder):
+        """Let the lease go if ``holder`` holds it (a clean stop)."""
+        self.engine.write(RELEASE_LEASE, holder=holder)

@@ -11,6 +11,7 @@ garbage: that metric keeps its last values (which stop counting after the
 staleness limit), one warning is logged per outage and one line when it
 is over.
 """
+import atexit
 import logging as std_logging
 import threading
 import time
@@ -74,15 +75,17 @@ class Collector:
     values (weighing.model.cypher_signal).
     """
 
-    def __init__(self, store, source, interval, query_timeout=5.0,
+    def __init__(self, store, source, interval, scorer_bounds,
                  clock=time.time):
         self.store = store
         self.source = source
         self.interval = interval
-        self.query_timeout = query_timeout
+        self.scorer_bounds = scorer_bounds
         self.clock = clock
         self.holder = uuid.uuid4().hex
         self._failing = set()   # metrics in an outage (warned once)
+        self._disabled = set()  # scorers that broke their bounds
+        self._held = False      # whether it took the lease
         self._stop = threading.Event()
         self._thread = None
 
@@ -101,11 +104,19 @@ class Collector:
                                     roots_by_name, world.records)))
         queries = {weigher.scorer['query'] for weigher in world.weighers
                    if weigher.scorer['type'] == weighing_model.CYPHER}
+        # A scorer scores providers: more rows than there are providers
+        # (and a margin) is a query gone wrong, capped in the engine.
+        max_rows = len(world.records) + 1000
+        disabled = self.store.disabled_signals() if queries else {}
+        self._disabled = set()
         for query in sorted(queries):
-            sources.append((weighing_model.cypher_signal(query),
-                            'Cypher scorer %.60r' % query,
+            signal = weighing_model.cypher_signal(query)
+            if signal in disabled:
+                self._disabled.add(signal)   # kept while a weigher has it
+                continue
+            sources.append((signal, 'Cypher scorer %.60r' % query,
                             lambda query=query: self.store.cypher_scores(
-                                query, self.query_timeout)))
+                                query, self.scorer_bounds, max_rows)))
         return sources
 
     def collect_once(self):
@@ -116,10 +127,18 @@ class Collector:
         if not sources or not self.store.take_telemetry_lease(
                 self.holder, self.interval * LEASE_INTERVALS):
             return None
+        self._held = True
         stored = 0
         for name, label, collect in sources:
             try:
                 values = collect()
+            except graph_engine.QueryBoundBroken as exc:
+                # Run again every cycle it would take its bounds again.
+                LOG.warning('Telemetry: %s broke its bounds (%s): disabled '
+                            'until its weigher is stored again', label, exc)
+                self.store.disable_signal(name, str(exc),
+                                          int(self.clock() * 1000))
+                continue
             except (requests.RequestException, ValueError, KeyError,
                     TypeError, graph_engine.GraphError,
                     prometheus_api_client.PrometheusApiClientException
@@ -137,7 +156,8 @@ class Collector:
             self.store.store_metric_values(name, values,
                                            int(self.clock() * 1000))
             stored += 1
-        self.store.drop_metric_values({name for name, _, _ in sources})
+        self.store.drop_metric_values(
+            {name for name, _, _ in sources} | self._disabled)
         return stored
 
     def _run(self):
@@ -165,6 +185,15 @@ class Collector:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+        # A clean stop lets the lease go: another process collects at its
+        # next cycle, not once the lease ran out.
+        if not self._held:
+            return
+        self._held = False
+        try:
+            self.store.release_telemetry_lease(self.holder)
+        except Exception as exc:  # noqa: BLE001 - at exit, the engine may be gone
+            LOG.warning('Telemetry: the lease could not be let go (%s)', exc)
 
 
 def start_collector(conf, store):
@@ -173,5 +202,7 @@ def start_collector(conf, store):
     the weighers in any case (it takes the lease only when there is
     something to collect)."""
     source = PrometheusSource(conf) if conf.telemetry.url else None
-    return Collector(store, source, conf.telemetry.refresh_interval,
-                     query_timeout=conf.telemetry.query_timeout).start()
+    collector = Collector(store, source, conf.telemetry.refresh_interval,
+                          weighing_model.ScorerBounds.from_conf(conf))
+    atexit.register(collector.stop)
+    return collector.start()

