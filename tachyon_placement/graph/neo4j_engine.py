@@ -214,15 +214,10 @@ class Neo4jEngine(engine.Engine):
         """Bytes a transaction may take in this server
         (db.memory.transaction.max; 0: unbounded)."""
         try:
-            with self._session(neo4j.READ_ACCESS) as session:
-                record = session.run(
-                    "SHOW SETTINGS YIELD name, value "
-                    "WHERE name = 'db.memory.transaction.max' "
-                    "RETURN value").single()
-        except (neo4j.exceptions.Neo4jError,
-                neo4j.exceptions.DriverError):
+            rows = self.read(schema.TRANSACTION_MEMORY_CAP)
+        except engine.GraphError:
             return None
-        return _bytes(record['value']) if record else None
+        return _bytes(rows[0]['value']) if rows else None
 
     def check_scorer_query(self, text, bounds):
         cap = self._transaction_memory_cap()
@@ -259,9 +254,13 @@ class Neo4jEngine(engine.Engine):
         if refused:
             raise engine.RefusedQuery('the query may not use %s'
                                       % ', '.join(sorted(refused)))
-        # Run once within the bounds, rows capped as in collection.
+        if not {'uuid', 'score'} <= set(columns):
+            return columns   # refused for its columns (graph/telemetry.py)
+        # Run once on the live graph within the bounds, rows capped as in
+        # collection (the providers and a margin).
         try:
-            self._scorer_rows(text, bounds, bounds.max_rows)
+            providers = self.read(schema.PROVIDER_COUNT)[0]['providers']
+            self._scorer_rows(text, bounds, providers + bounds.max_rows)
         except engine.GraphError as exc:
             raise engine.RefusedQuery(str(exc)) from exc
         return columns

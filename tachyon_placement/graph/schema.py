@@ -117,3 +117,21 @@ DETACH DELETE a, b
 ''')
 
 DELETE_ALL = Statement('delete_all', common='MATCH (n) DETACH DELETE n')
+
+
+# What bounds an operator's Cypher scorer on Neo4j (neo4j_engine.py):
+# the server's memory cap per transaction, and the providers a scorer may
+# return a row for.  FalkorDB's scorers run in a sandbox
+# (scorer_sandbox.py), which reads neither.
+TRANSACTION_MEMORY_CAP = Statement('transaction_memory_cap', neo4j="""
+SHOW SETTINGS YIELD name, value
+WHERE name = 'db.memory.transaction.max'
+RETURN value
+""", falkordb="""
+RETURN null AS value
+""")
+
+PROVIDER_COUNT = Statement('provider_count', common="""
+MATCH (rp:ResourceProvider)
+RETURN count(rp) AS providers
+""")

@@ -287,6 +287,9 @@ class Sandbox:
         reply = self._call('GRAPH.RO_QUERY', self.graph,
                            'CALL { %s\n} RETURN * LIMIT %d'
                            % (text, self.bounds.max_rows + 1))
+        if len(reply[1]) > self.bounds.max_rows:
+            raise SandboxBroken('it returns more than %d rows'
+                                % self.bounds.max_rows)
         return _names(reply[0])
 
     def stop(self):

@@ -25,6 +25,18 @@ _REFUSED_WORDS = frozenset((
     'LOAD', 'INDEX', 'CONSTRAINT', 'TRANSACTIONS', 'DATABASE', 'DATABASES',
     'USER', 'USERS', 'ROLE', 'ROLES', 'PRIVILEGES', 'SERVER', 'SERVERS',
     'ALIAS', 'FINISH', 'INSERT'))
+# Expressions that build a value of any size inside one row, which
+# neither engine counts against a query's memory until it is whole: both
+# grew without bound on them (FalkorDB's server to 23.8 GB on
+# range(1, 1e11); Neo4j's heap ran out on a list comprehension over
+# range(1, 1e8), 36 s past its 2 s timeout, and it stopped answering).
+# A scorer reads what the graph holds and aggregates it (collect, sum,
+# ... are counted by both engines); it does not make lists.
+_REFUSED_FUNCTIONS = frozenset(('RANGE', 'REDUCE'))
+# Namespaced functions are user-defined (APOC, ...) but for these.
+_FUNCTION_NAMESPACES = frozenset((
+    'DATE', 'DATETIME', 'LOCALDATETIME', 'LOCALTIME', 'TIME', 'DURATION',
+    'POINT', 'VECTOR'))
 _OPENING = {'(': ')', '[': ']', '{': '}'}
 _CLOSING = {')', ']', '}'}
 _WORD = re.compile(r'[A-Za-z_][A-Za-z_0-9]*')
@@ -74,6 +86,16 @@ def _tokens(text):
                 position += 1
 
 
+def _calls(tokens, index):
+    """Whether the word at ``index`` starts a dotted name that is called
+    (ns.fn(...))."""
+    index += 1
+    while index + 1 < len(tokens) and tokens[index][1] == '.' and (
+            tokens[index + 1][0] == 'word'):
+        index += 2
+    return index < len(tokens) and tokens[index][1] == '('
+
+
 def check(text):
     """Refused unless ``text`` is within the length and nesting bounds and
     uses only reading clauses (no procedure CALL: a CALL must open a
@@ -103,6 +125,16 @@ def check(text):
                 raise Refused('it may only read (it has %s)' % word)
             if previous == 'CALL':
                 raise Refused('it may not call procedures')
+            if following == '(' and previous != '.' and (
+                    word in _REFUSED_FUNCTIONS):
+                raise Refused('it may not build lists (it has %s)' % value)
+            if following == '.' and previous != '.' and _calls(tokens, index) \
+                    and word not in _FUNCTION_NAMESPACES:
+                raise Refused('it may not call user-defined functions '
+                              '(it has %s.)' % value)
+            if previous == '[' and str(following).upper() == 'IN':
+                raise Refused('it may not build lists (it has a list '
+                              'comprehension)')
         depth = max(depth, len(stack))
         if depth > MAX_NESTING:
             raise Refused('it nests brackets or CASE more than %d deep'

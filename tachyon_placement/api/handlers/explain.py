@@ -16,15 +16,18 @@ from tachyon_placement.weighing import model
 from tachyon_placement.weighing import ranking
 
 
-def _metric_part(weigher, root, world, now_ms):
+def _metric_part(weigher, root, world, now_ms, staleness_ms):
+    """The host's value of the weigher's metric, how old it is and
+    whether it is too old to count (``stale``); no value: no age."""
     values = world.telemetry.values.get(weigher.scorer['metric'])
-    if values is None:
+    value = values[1].get(root) if values is not None else None
+    if value is None:
         return {'name': weigher.scorer['metric'], 'value': None,
-                'age_seconds': None}
-    collected_at, by_provider = values
-    return {'name': weigher.scorer['metric'],
-            'value': by_provider.get(root),
-            'age_seconds': round((now_ms - collected_at) / 1000.0, 3)}
+                'age_seconds': None, 'stale': None}
+    age_ms = now_ms - values[0]
+    return {'name': weigher.scorer['metric'], 'value': value,
+            'age_seconds': round(age_ms / 1000.0, 3),
+            'stale': age_ms > staleness_ms}
 
 
 @tachyon.handler(accept=wsgi.JSON)
@@ -60,7 +63,9 @@ def explain_candidates(req):
                     'normalized': normal,
                     'contribution': weigher.weight * normal}
             if weigher.scorer['type'] == model.METRIC:
-                part['metric'] = _metric_part(weigher, root, world, now_ms)
+                part['metric'] = _metric_part(
+                    weigher, root, world, now_ms,
+                    req.conf.telemetry.staleness_limit * 1000)
             parts.append(part)
         hosts.append({
             'root_provider_uuid': root,

@@ -4,17 +4,38 @@ from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.api.handlers import tachyon
 from tachyon_placement.domain import errors as domain_errors
+from tachyon_placement.domain import models
 from tachyon_placement.policies import weigher as policies
 from tachyon_placement.schemas import weigher as schema
 from tachyon_placement.weighing import cypher_text
 from tachyon_placement.weighing import model
 
 
+def _documents(req, weighers):
+    """The weighers' documents; a Cypher scorer's says whether the
+    collector runs it (``scorer_status``: ``disabled`` with the reason
+    and since when, after it broke its bounds)."""
+    disabled = (req.store.disabled_signals() if any(
+        weigher.scorer['type'] == model.CYPHER for weigher in weighers)
+        else {})
+    documents = []
+    for weigher in weighers:
+        document = weigher.as_document()
+        if weigher.scorer['type'] == model.CYPHER:
+            found = disabled.get(model.cypher_signal(weigher.scorer['query']))
+            document['scorer_status'] = (
+                {'state': 'enabled'} if found is None else
+                {'state': 'disabled', 'reason': found[0],
+                 'since': models.from_millis(found[1]).isoformat()})
+        documents.append(document)
+    return documents
+
+
 @tachyon.handler(accept=wsgi.JSON)
 def list_weighers(req):
     req.context.can(policies.LIST)
-    return wsgi.json_response(req, {'weighers': [
-        weigher.as_document() for weigher in req.store.list_weighers()]})
+    return wsgi.json_response(req, {'weighers': _documents(
+        req, req.store.list_weighers())})
 
 
 @tachyon.handler(accept=wsgi.JSON)
@@ -22,7 +43,7 @@ def get_weigher(req):
     req.context.can(policies.SHOW)
     weigher = tachyon.found(req.store.get_weigher,
                             tachyon.name(req, 'weigher'))
-    return wsgi.json_response(req, weigher.as_document())
+    return wsgi.json_response(req, _documents(req, [weigher])[0])
 
 
 @tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON)

@@ -1,0 +1,198 @@
+"""Hostile Cypher scorers against a served Tachyon on the suite's engine:
+each is refused (400 in Placement's error document) or, when it breaks its
+bounds only at collection, disabled with a visible status; the engine's
+memory stays within its size before plus the scorer memory bound, and
+other requests keep being answered while it happens."""
+import threading
+import time
+
+import psutil
+import pytest
+
+from tachyon_placement.tests.functional import served
+from tachyon_placement.tests.functional.fixtures import engine as engines
+
+MEMORY_MIB = 256
+# The engine may grow by the scorer bound (Neo4j's heap is fixed; FalkorDB
+# runs scorers in a sandbox of its own, so its serving server should not
+# grow at all).
+ENGINE_SLACK = MEMORY_MIB << 20
+HOSTS = 40
+
+
+@pytest.fixture(scope='module')
+def api(tmp_path_factory):
+    served_api = served.ServedPlacement(
+        tmp_path_factory.mktemp('hostile-scorers'), extra_conf=(
+            '[telemetry]\nrefresh_interval = 1\nscorer_timeout = 1\n'
+            'scorer_memory_limit = %d\n' % MEMORY_MIB)).start()
+    for index in range(HOSTS):
+        status, body = served_api.request(
+            'POST', '/resource_providers',
+            {'name': 'host-%02d' % index,
+             'uuid': 'dddddddd-0000-4000-8000-%012d' % index})
+        assert status in (200, 201), body
+    yield served_api
+    served_api.stop()
+
+
+def _engine_rss(api):
+    return psutil.Process(api.engine_pid()).memory_info().rss
+
+
+class Prober:
+    """GET /resource_providers in a loop while something else happens: the
+    slowest answer and whether every one was a 200."""
+
+    def __init__(self, api):
+        self.api = api
+        self.slowest = 0.0
+        self.statuses = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            started = time.monotonic()
+            status, _ = self.api.request('GET', '/resource_providers')
+            self.slowest = max(self.slowest, time.monotonic() - started)
+            self.statuses.add(status)
+            self._stop.wait(0.05)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(30)
+
+
+def _put(api, name, query):
+    return api.request('PUT', '/tachyon/weighers/%s' % name, {
+        'weight': 1, 'scorer': {'type': 'cypher', 'query': query}})
+
+
+BIG = 'a' * 2000
+REFUSED = {
+    'range bomb (issue 41 #1)':
+        'UNWIND range(1, 100000000000) AS i WITH i WHERE i < 0 '
+        'RETURN toString(i) AS uuid, i AS score',
+    'nesting 2,000 deep (#9)':
+        'RETURN ' + '[' * 2000 + '1' + ']' * 2000 + ' AS uuid, 1 AS score',
+    'terminate transactions (#9)':
+        "TERMINATE TRANSACTIONS 'neo4j-transaction-1'",
+    'create index (#15)': 'CREATE INDEX FOR (n:N) ON (n.x)',
+    'show transactions':
+        'SHOW TRANSACTIONS YIELD transactionId AS uuid, 1 AS score',
+    'reduce time bomb (#14)':
+        'RETURN reduce(s = 0, x IN range(1, CASE WHEN timestamp() > 0 '
+        'THEN 300000 ELSE 10 END) | s + x) AS score, "x" AS uuid',
+    'procedure': 'CALL db.labels() YIELD label '
+                 'RETURN label AS uuid, 1 AS score',
+    'a write': 'MATCH (n) DETACH DELETE n RETURN 1 AS uuid, 1 AS score',
+    'no score column': 'MATCH (n) RETURN n.uuid AS uuid',
+    'rows without end on no data':
+        'UNWIND [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] AS a '
+        'UNWIND [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] AS b '
+        'UNWIND [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] AS c '
+        'UNWIND [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] AS d '
+        'RETURN toString(a) AS uuid, b AS score',
+}
+# Passes any text rule and the engine's plan: only the engine's bounds
+# stop it.  Neo4j counts no memory of a value built inside one row (its
+# heap ran out on this one, 357 -> 1226 MiB): refused on FalkorDB, where
+# the sandbox takes the blow, and not tried on Neo4j.
+STRING_BOMB = ("RETURN replace(replace(replace('%s', 'a', '%s'), 'a', "
+               "'aaaaaaaaaaaaaaaaaaaa'), 'a', 'aaaaaaaaaaaaaaaaaaaa') "
+               "AS uuid, 1 AS score" % (BIG, BIG))
+
+
+@pytest.mark.parametrize('case', sorted(REFUSED) + ['string bomb'])
+def test_hostile_scorer_is_refused_within_bounds(api, case):
+    if case == 'string bomb' and engines.NEO4J_URI:
+        pytest.skip('Neo4j does not bound the memory of a value built in '
+                    'one row; scorers there need the sandbox copy (issue '
+                    '41 notes)')
+    query = STRING_BOMB if case == 'string bomb' else REFUSED[case]
+    before = _engine_rss(api)
+    with Prober(api) as prober:
+        started = time.monotonic()
+        status, body = _put(api, 'hostile', query)
+        took = time.monotonic() - started
+    after = _engine_rss(api)
+    print('%s: %d in %.2f s, engine RSS %d -> %d MiB, slowest GET %.3f s'
+          % (case, status, took, before >> 20, after >> 20, prober.slowest))
+    assert status == 400, body
+    assert body['errors'][0]['code'] == 'placement.undefined_code'
+    assert body['errors'][0]['detail'].count('cypher scorer refused') == 1
+    assert took < 5
+    assert after <= before + ENGINE_SLACK
+    assert prober.statuses == {200}
+    assert _put(api, 'still-answers', 'MATCH (rp:ResourceProvider) '
+                'RETURN rp.uuid AS uuid, 1 AS score')[0] == 201
+    assert api.request('DELETE', '/tachyon/weighers/still-answers')[0] == 204
+
+
+def _status(api, name):
+    status, body = api.request('GET', '/tachyon/weighers/%s' % name)
+    assert status == 200, body
+    return body['scorer_status']
+
+
+def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api):
+    # Nothing on the empty graph of the check; a cartesian product of the
+    # providers at collection (40^4 rows sorted: past the 1 s timeout).
+    query = ('MATCH (a:ResourceProvider), (b:ResourceProvider), '
+             '(c:ResourceProvider), (d:ResourceProvider) '
+             'WITH a, b, c, d ORDER BY d.name + c.name + b.name + a.name '
+             'RETURN a.uuid AS uuid, count(*) AS score')
+    if engines.NEO4J_URI:
+        # Neo4j's check runs on the live graph: a data-dependent bomb
+        # there is refused at once.
+        status, body = _put(api, 'bomb', query)
+        assert status == 400, body
+        return
+    before = _engine_rss(api)
+    with Prober(api) as prober:
+        status, body = _put(api, 'bomb', query)
+        assert status == 201, body
+        deadline = time.monotonic() + 30
+        while _status(api, 'bomb')['state'] != 'disabled':
+            assert time.monotonic() < deadline, 'never disabled'
+            time.sleep(0.2)
+    state = _status(api, 'bomb')
+    print('disabled: %s; slowest GET %.3f s' % (state, prober.slowest))
+    assert 'bounds' in state['reason'] or 'within' in state['reason']
+    assert state['since']
+    assert prober.statuses == {200}
+    assert _engine_rss(api) <= before + ENGINE_SLACK
+    # Not run again: the status stays as it was.
+    time.sleep(2.5)
+    assert _status(api, 'bomb') == state
+    # Stored again (a fixed query): enabled.
+    status, body = api.request('GET', '/tachyon/weighers/bomb')
+    fixed = 'MATCH (a:ResourceProvider) RETURN a.uuid AS uuid, 1 AS score'
+    status, body = api.request('PUT', '/tachyon/weighers/bomb', {
+        'weight': 1, 'generation': body['generation'],
+        'scorer': {'type': 'cypher', 'query': fixed}})
+    assert status == 200, body
+    assert _status(api, 'bomb') == {'state': 'enabled'}
+    assert api.request('DELETE', '/tachyon/weighers/bomb')[0] == 204
+
+
+def test_rows_beyond_the_providers_are_capped_in_the_engine(api):
+    if engines.NEO4J_URI:
+        pytest.skip('covered by the check on the live graph (refused)')
+    # One row per pair of providers: 1,600 rows for 40 providers, more
+    # than providers + 1,000.
+    query = ('MATCH (a:ResourceProvider), (b:ResourceProvider) '
+             'RETURN a.uuid AS uuid, 1 AS score')
+    status, body = _put(api, 'many-rows', query)
+    assert status == 201, body
+    deadline = time.monotonic() + 30
+    while _status(api, 'many-rows')['state'] != 'disabled':
+        assert time.monotonic() < deadline, 'never disabled'
+        time.sleep(0.2)
+    assert 'more than 1040 rows' in _status(api, 'many-rows')['reason']
+    assert api.request('DELETE', '/tachyon/weighers/many-rows')[0] == 204
