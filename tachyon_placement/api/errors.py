@@ -60,6 +60,15 @@ class NotFound(ApiError):
     webob_class = webob.exc.HTTPNotFound
 
 
+class EscapedNotFound(NotFound):
+    """A 404 that Placement's objects layer raises past the handler (the
+    provider or resource class a handler looked up without catching it:
+    GET/PUT of a provider, its aggregates, the writes of its inventories
+    and traits, GET/DELETE and the 1.2-1.6 rename of a resource class):
+    no Vary, as Placement 16.0.0 answers."""
+    rendered_by_handler = False
+
+
 class MethodNotAllowed(ApiError):
     webob_class = webob.exc.HTTPMethodNotAllowed
 
@@ -74,6 +83,10 @@ class Conflict(ApiError):
 
 class Gone(ApiError):
     webob_class = webob.exc.HTTPGone
+
+
+class RequestEntityTooLarge(ApiError):
+    webob_class = webob.exc.HTTPRequestEntityTooLarge
 
 
 class UnsupportedMediaType(ApiError):

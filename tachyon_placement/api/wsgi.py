@@ -6,6 +6,7 @@ the media types it accepts and produces.  ``ApiError`` raised anywhere below
 becomes Placement's JSON error body.
 """
 import functools
+import pprint
 
 import jsonschema
 import orjson
@@ -100,6 +101,11 @@ def server_error(code, detail):
     return response.status, headers, response.body
 
 
+def _too_large(limit):
+    return ('The request body is larger than the %d bytes this service '
+            'accepts ([api] max_request_body_size).' % limit)
+
+
 class Request(webob.Request):
     """A webob request that knows the Placement bits of its environ."""
 
@@ -146,7 +152,22 @@ class Request(webob.Request):
         return self.environ['wsgiorg.routing_args'][1].get(name)
 
     def json_body(self, schema):
-        return extract_json(self.body, schema)
+        return extract_json(self.bounded_body(), schema)
+
+    def bounded_body(self):
+        """The body, read only up to ``[api] max_request_body_size``
+        bytes: a longer one (by its Content-Length, or as it is read when
+        chunked) is refused with 413 before it is held whole."""
+        limit = self.conf.api.max_request_body_size
+        length = self.content_length
+        if length is not None and length > limit:
+            raise errors.RequestEntityTooLarge(_too_large(limit))
+        if length is None and self.is_body_readable:
+            body = self.body_file_raw.read(limit + 1)
+            if len(body) > limit:
+                raise errors.RequestEntityTooLarge(_too_large(limit))
+            return body
+        return self.body
 
     def validate_query(self, schema):
         # Placement validates the last value of a repeated key and its
@@ -169,13 +190,35 @@ class Request(webob.Request):
         return '/'.join((self.script_name,) + parts)
 
 
+# How much of a refused value an error message shows (a 5 MB name made a
+# 10.5 MB error: the message and its "On instance" part both quote it).
+MAX_QUOTED = 256
+MAX_DETAIL = 8192
+
+
+def _bounded(exc):
+    """The text of a jsonschema error, quoting at most MAX_QUOTED
+    characters of the value it refused, and at most MAX_DETAIL in all."""
+    text = str(exc)
+    if len(text) <= MAX_DETAIL:
+        return text
+    for quoted in (repr(exc.instance), pprint.pformat(exc.instance,
+                                                      width=72)):
+        if len(quoted) > MAX_QUOTED:
+            text = text.replace(quoted, '%s...(%d characters)' % (
+                quoted[:MAX_QUOTED], len(quoted)))
+    if len(text) > MAX_DETAIL:
+        text = text[:MAX_DETAIL] + '...'
+    return text
+
+
 def extract_json(body, schema):
     data = inputs.load_json(body)
     try:
         validate(data, schema)
     except jsonschema.ValidationError as exc:
         raise errors.BadRequest(
-            'JSON does not validate: %(error)s' % {'error': exc})
+            'JSON does not validate: %(error)s' % {'error': _bounded(exc)})
     return data
 
 

@@ -44,7 +44,7 @@ def get_aggregates(req):
     try:
         provider, aggregates = req.store.provider_aggregates(uuid)
     except domain_errors.NotFound:
-        raise errors.NotFound(_NO_PROVIDER % uuid)
+        raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     return _send(req, aggregates, provider.generation)
 
 
@@ -56,7 +56,7 @@ def set_aggregates(req):
     try:
         provider = req.store.get_provider(uuid)
     except domain_errors.NotFound:
-        raise errors.NotFound(_NO_PROVIDER % uuid)
+        raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     data = req.json_body(by_version(req, schema.PUT))
     generation = None
     aggregates = data
@@ -70,7 +70,7 @@ def set_aggregates(req):
         new_generation = req.store.set_provider_aggregates(
             uuid, aggregates, generation=generation)
     except domain_errors.NotFound:
-        raise errors.NotFound(_NO_PROVIDER % uuid)
+        raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     except domain_errors.ConcurrentUpdate:
         raise errors.Conflict(_CONCURRENT, code=errors.CONCURRENT_UPDATE)
     return _send(req, aggregates, new_generation)

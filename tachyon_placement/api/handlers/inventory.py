@@ -61,7 +61,7 @@ def _load(req, uuid):
     try:
         return req.store.provider_inventories(uuid)
     except domain_errors.NotFound as exc:
-        raise errors.NotFound(exc.message)
+        raise errors.EscapedNotFound(exc.message)
 
 
 def _load_for_read(req, uuid):
@@ -157,7 +157,8 @@ def update_inventory(req):
             % (provider.uuid, exc.message))
     if _first_unknown_class(req, [inventory]):
         # Placement lets this lookup failure escape as a bare 404.
-        raise errors.NotFound('No such resource class %s.' % resource_class)
+        raise errors.EscapedNotFound('No such resource class %s.'
+                                     % resource_class)
     try:
         change = domain.plan_update(provider.uuid, current, inventory)
     except domain.NoInventory as exc:

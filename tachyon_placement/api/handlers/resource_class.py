@@ -105,4 +105,4 @@ def _lookup(req, name):
     try:
         return req.store.get_resource_class(name)
     except domain_errors.NotFound as exc:
-        raise errors.NotFound(exc.message)
+        raise errors.EscapedNotFound(exc.message)

@@ -40,7 +40,7 @@ def lookup(req, uuid):
     """The provider named in the URL, or Placement's 404."""
     provider = req.store.find_provider(uuid)
     if provider is None:
-        raise errors.NotFound(
+        raise errors.EscapedNotFound(
             'No resource provider with uuid %s found' % uuid)
     return provider
 

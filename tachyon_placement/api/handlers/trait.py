@@ -155,7 +155,7 @@ def set_provider_traits(req):
         generation, traits = req.store.set_provider_traits(
             uuid, data['traits'], data['resource_provider_generation'])
     except domain_errors.NotFound:
-        raise errors.NotFound(_NO_PROVIDER % uuid)
+        raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     except domain_errors.ConcurrentUpdate:
         raise errors.Conflict(_GENERATION_CHANGED,
                               code=errors.CONCURRENT_UPDATE)
@@ -172,7 +172,7 @@ def delete_provider_traits(req):
         provider = req.store.get_provider(uuid)
         req.store.set_provider_traits(uuid, [], provider.generation)
     except domain_errors.NotFound:
-        raise errors.NotFound(_NO_PROVIDER % uuid)
+        raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     except domain_errors.ConcurrentUpdate:
         raise errors.Conflict(_CONCURRENT, code=errors.CONCURRENT_UPDATE)
     return wsgi.empty_response(req)
