@@ -373,10 +373,31 @@ def versioned(*implementations):
     return dispatch
 
 
+_JSON_ALWAYS = {}
+
+
+def _json_always(webob_class):
+    """``webob_class`` rendering its body as JSON whatever the request
+    accepts: webob picks plain text or HTML by Accept, and a client of
+    Tachyon's own routes (an SSE client asks for text/event-stream) reads
+    the error document with its code as on every other route."""
+    if webob_class not in _JSON_ALWAYS:
+        class JSONAlways(webob_class):
+            def generate_response(self, environ, start_response):
+                return super().generate_response(
+                    dict(environ, HTTP_ACCEPT=JSON), start_response)
+        JSONAlways.__name__ = webob_class.__name__
+        _JSON_ALWAYS[webob_class] = JSONAlways
+    return _JSON_ALWAYS[webob_class]
+
+
 def to_webob(exc, environ):
     """Turn an ApiError into the webob exception that renders it."""
     if exc.code != errors.DEFAULT:
         environ[ENV_ERROR_CODE] = exc.code
     headers = dict(exc.headers)
-    return exc.webob_class(exc.detail, json_formatter=json_error_formatter,
-                           headers=headers)
+    webob_class = exc.webob_class
+    if microversion.is_tachyon_path(environ.get('PATH_INFO', '')):
+        webob_class = _json_always(webob_class)
+    return webob_class(exc.detail, json_formatter=json_error_formatter,
+                       headers=headers)

@@ -88,7 +88,10 @@ def stream_changes(req):
     since, _wait, limit = _params(req)
     last_id = req.headers.get('Last-Event-ID')
     if last_id is not None:
-        if not last_id.isdigit():
+        # ASCII digits, as many as a cursor can have (str.isdigit takes
+        # '²', which int() refuses).
+        if not (last_id.isascii() and last_id.isdigit()
+                and len(last_id) <= 18):
             raise errors.BadRequest('Last-Event-ID must be a cursor.')
         since = int(last_id)
     feed = req.store.feed

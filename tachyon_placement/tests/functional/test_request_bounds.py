@@ -103,3 +103,25 @@ def test_a_chunked_body_is_read_only_to_the_limit():
     with pytest.raises(errors.RequestEntityTooLarge):
         request(20 * LIMIT).bounded_body()
     assert Stream.read_bytes <= LIMIT + 1
+
+
+@pytest.mark.parametrize('last_id', [b'\xc2\xb2', b'\xb2', b'9' * 5000])
+def test_a_last_event_id_that_is_no_cursor_is_a_json_400(api, last_id):
+    # '\xb2' is '²' to WSGI (latin-1): str.isdigit takes it, int refuses.
+    sock = socket.create_connection(('127.0.0.1', api.port), timeout=60)
+    try:
+        sock.sendall(b'GET /tachyon/changes/stream HTTP/1.1\r\n'
+                     b'Host: 127.0.0.1\r\nx-auth-token: admin\r\n'
+                     b'accept: text/event-stream\r\n'
+                     b'openstack-api-version: tachyon 1.0\r\n'
+                     b'Last-Event-ID: ' + last_id + b'\r\n'
+                     b'connection: close\r\n\r\n')
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        document = json.loads(response.read())
+    finally:
+        sock.close()
+    assert response.status == 400, document
+    assert response.getheader('content-type').startswith('application/json')
+    assert document['errors'][0]['code'] == 'placement.undefined_code'
+    assert 'Last-Event-ID must be a cursor' in document['errors'][0]['detail']
