@@ -17,3 +17,9 @@ UUID_PATTERN = '^[0-9a-fA-F-]{36}$'
 
 # Names of Tachyon's own definitions (weighers, metrics).
 TACHYON_NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
+
+# The largest integer a stored definition may hold: both engines keep
+# 64-bit integers, and a number past them stored once (a topology's
+# hugepages total of 2**64) broke every read of it for every client.
+# JSON's safe integers are far beyond any count or size here.
+MAX_INTEGER = 2 ** 53

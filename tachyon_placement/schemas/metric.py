@@ -1,4 +1,5 @@
 """JSON schemas of Tachyon's /tachyon/metrics (API version 1.0)."""
+from tachyon_placement.schemas import common
 
 PUT = {
     'type': 'object',
@@ -26,7 +27,8 @@ PUT = {
             'required': ['pattern'],
             'additionalProperties': False,
         },
-        'generation': {'type': ['integer', 'null'], 'minimum': 0},
+        'generation': {'type': ['integer', 'null'], 'minimum': 0,
+                       'maximum': common.MAX_INTEGER},
     },
     'required': ['query'],
     'additionalProperties': False,

@@ -13,7 +13,8 @@ PUT = {
         'trait': {'type': 'string', 'pattern': common.RC_PATTERN,
                   'maxLength': 255},
         'policy': {'enum': list(affinity.POLICIES)},
-        'generation': {'type': ['integer', 'null'], 'minimum': 0},
+        'generation': {'type': ['integer', 'null'], 'minimum': 0,
+                       'maximum': common.MAX_INTEGER},
     },
     'required': ['policy'],
     'oneOf': [

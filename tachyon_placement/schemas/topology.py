@@ -1,6 +1,7 @@
 """JSON schema of a host's topology document (PUT
 /tachyon/topology/hosts/{name}, Tachyon API 1.0); topology/model.py
 explains the fields and checks what a schema cannot."""
+from tachyon_placement.schemas import common
 
 _ID = {'type': 'integer', 'minimum': 0, 'maximum': 65535}
 _COUNT = {'type': ['integer', 'null'], 'minimum': 0, 'maximum': 2 ** 31 - 1}
@@ -10,7 +11,8 @@ _SHORT = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 PUT = {
     'type': 'object',
     'properties': {
-        'generation': {'type': ['integer', 'null'], 'minimum': 0},
+        'generation': {'type': ['integer', 'null'], 'minimum': 0,
+                       'maximum': common.MAX_INTEGER},
         'sockets': {
             'type': 'array', 'maxItems': 64,
             'items': {'type': 'object',
@@ -36,9 +38,12 @@ PUT = {
                             'type': 'object',
                             'properties': {
                                 'size_kb': {'type': 'integer',
-                                            'minimum': 1},
-                                'total': {'type': 'integer', 'minimum': 0},
-                                'free': {'type': 'integer', 'minimum': 0}},
+                                            'minimum': 1,
+                                            'maximum': 2 ** 40},
+                                'total': {'type': 'integer', 'minimum': 0,
+                                          'maximum': common.MAX_INTEGER},
+                                'free': {'type': 'integer', 'minimum': 0,
+                                         'maximum': common.MAX_INTEGER}},
                             'required': ['size_kb', 'total', 'free'],
                             'additionalProperties': False}},
                     'distances': {

@@ -57,7 +57,8 @@ PUT = {
         'match': MATCH,
         # The weigher's generation when replacing it; null or absent when
         # creating it.
-        'generation': {'type': ['integer', 'null'], 'minimum': 0},
+        'generation': {'type': ['integer', 'null'], 'minimum': 0,
+                       'maximum': common.MAX_INTEGER},
     },
     'required': ['weight', 'scorer'],
     'additionalProperties': False,
