@@ -74,5 +74,14 @@ def parse(version_string):
     return microversion_parse.parse_version_string(version_string)
 
 
+def latest():
+    """Placement's latest microversion, as negotiation would give it (a
+    Tachyon route that takes a Placement query parses it at this one)."""
+    version = parse(MAX_VERSION)
+    version.max_version = parse(MAX_VERSION)
+    version.min_version = parse(MIN_VERSION)
+    return version
+
+
 def has(version, feature):
     return version.matches(FEATURES[feature])

@@ -33,8 +33,7 @@ def _metric_part(weigher, root, world, now_ms, staleness_ms):
 @tachyon.handler(accept=wsgi.JSON)
 def explain_candidates(req):
     req.context.can(policies.EXPLAIN)
-    req.environ[microversion.MICROVERSION_ENVIRON] = microversion.parse(
-        microversion.MAX_VERSION)
+    req.environ[microversion.MICROVERSION_ENVIRON] = microversion.latest()
     # The schema of that latest microversion.
     req.validate_query(schema.GET[-1][1])
     groups, wide = allocation_candidate.parse_request(req)

@@ -58,12 +58,7 @@ def list_resource_providers(req):
     if 'resources' in req.GET:
         filters.resources = query.parse_resources(req.GET['resources'])
 
-    missing = req.store.missing_resource_classes(filters.resources)
-    if missing:
-        raise errors.BadRequest(
-            'Invalid resource class in resources parameter: No such resource '
-            'class %s.' % sorted(missing)[0])
-    _check_traits(req, filters)
+    check_filters(req, filters)
 
     world = req.store.worlds.current()
     if 'in_tree' in req.GET:
@@ -84,7 +79,14 @@ def list_resource_providers(req):
     return _render_records(req, records)
 
 
-def _check_traits(req, filters):
+def check_filters(req, filters):
+    """Placement's 400 for a resource class or trait of the filters that
+    does not exist."""
+    missing = req.store.missing_resource_classes(filters.resources)
+    if missing:
+        raise errors.BadRequest(
+            'Invalid resource class in resources parameter: No such resource '
+            'class %s.' % sorted(missing)[0])
     for any_of in filters.required_traits:
         missing = req.store.missing_traits(any_of)
         if missing:

@@ -4,9 +4,12 @@ topology agent, and the view that joins it with the host's providers."""
 import re
 
 from tachyon_placement.api import errors
+from tachyon_placement.api import microversion
 from tachyon_placement.api import query
 from tachyon_placement.api import wsgi
+from tachyon_placement.api.handlers import resource_provider
 from tachyon_placement.api.handlers import tachyon
+from tachyon_placement.domain import providers as domain
 from tachyon_placement.policies import topology as policies
 from tachyon_placement.schemas import topology as schema
 from tachyon_placement.topology import model
@@ -45,17 +48,21 @@ def _tree(req, topology):
 @tachyon.handler(accept=wsgi.JSON)
 def list_hosts(req):
     req.context.can(policies.LIST)
+    # The filters GET /resource_providers has, in Placement's syntax and
+    # with its errors at its latest microversion (in:, !, repeated
+    # parameters; unknown classes and traits are 400s).
+    req.environ[microversion.MICROVERSION_ENVIRON] = microversion.latest()
     req.validate_query(LIST_QUERY)
-    aggregates = None
+    filters = domain.ProviderFilters()
     if 'member_of' in req.GET:
-        aggregates, _none = query.parse_member_of(req.GET['member_of'])
-    traits = set()
+        filters.member_of, filters.forbidden_aggregates = query.member_of(req)
     if 'required' in req.GET:
-        traits = {name.strip() for name in req.GET['required'].split(',')}
-        if not all(traits):
-            raise errors.BadRequest('required: an empty trait name.')
-    wanted = (query.parse_resources(req.GET['resources'])
-              if 'resources' in req.GET else {})
+        filters.required_traits, filters.forbidden_traits = (
+            query.required_traits(req))
+    if 'resources' in req.GET:
+        filters.resources = query.parse_resources(req.GET['resources'])
+    resource_provider.check_filters(req, filters)
+    wanted = filters.resources
     # From this process's copy of the graph (published topologies are
     # summarised there as they change): no engine read but the version's.
     world = req.store.worlds.current()
@@ -64,13 +71,16 @@ def list_hosts(req):
     for name, summary in sorted(world.topology_summaries.items()):
         root = roots.get(name)
         tree = world.trees.get(root.provider.uuid, []) if root else []
-        if aggregates is not None and not (root and aggregates & set(
-                root.aggregates)):
+        # Aggregates: the root's; traits: any provider's of the tree.
+        aggregates = set(root.aggregates) if root else set()
+        if not all(any_of & aggregates for any_of in filters.member_of) or (
+                filters.forbidden_aggregates & aggregates):
             continue
         present = set()
         for record in tree:
             present.update(record.traits)
-        if not traits <= present:
+        if not all(any_of & present for any_of in filters.required_traits) \
+                or filters.forbidden_traits & present:
             continue
         free = view.free_total(tree)
         if any(free.get(rc, 0) < amount for rc, amount in wanted.items()):
