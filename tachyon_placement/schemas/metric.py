@@ -27,6 +27,9 @@ PUT = {
             'required': ['pattern'],
             'additionalProperties': False,
         },
+        # How the values of several series naming one provider combine;
+        # absent: such series are refused (see the dry run).
+        'combine': {'enum': ['max', 'min', 'sum', 'mean']},
         'generation': {'type': ['integer', 'null'], 'minimum': 0,
                        'maximum': common.MAX_INTEGER},
     },

@@ -20,7 +20,6 @@ import uuid
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 import prometheus_api_client
-import requests
 from urllib3.util import retry as urllib3_retry
 
 from tachyon_placement.graph import engine as graph_engine
@@ -139,10 +138,9 @@ class Collector:
                 self.store.disable_signal(name, str(exc),
                                           int(self.clock() * 1000))
                 continue
-            except (requests.RequestException, ValueError, KeyError,
-                    TypeError, graph_engine.GraphError,
-                    prometheus_api_client.PrometheusApiClientException
-                    ) as exc:
+            except Exception as exc:  # noqa: BLE001 - one bad source (an
+                # outage, garbage, a definition gone wrong) must not keep
+                # the others from being collected.
                 if name not in self._failing:
                     self._failing.add(name)
                     LOG.warning('Telemetry: %s cannot be collected (%s); '

@@ -1,6 +1,8 @@
 """A metric: a PromQL query and how its series map to providers."""
 import dataclasses
-import re
+import statistics
+
+from tachyon_placement.telemetry import promql
 
 ROOT = 'root'            # the label names a compute host: a root's name
 PROVIDER = 'provider'    # the label holds a provider uuid
@@ -9,6 +11,15 @@ PROVIDER = 'provider'    # the label holds a provider uuid
 # does not model NUMA nodes (see numa_key).
 NUMA = 'numa'
 TARGETS = (ROOT, PROVIDER, NUMA)
+
+# How the values of several series that name one provider become one;
+# without one such series are an error, never "the last one wins".
+COMBINE = {'max': max, 'min': min, 'sum': sum, 'mean': statistics.fmean}
+
+
+class SeveralSeries(ValueError):
+    """Several series name one provider and the metric says no way to
+    combine them."""
 
 
 def numa_key(root_uuid, node_id):
@@ -31,6 +42,8 @@ class Metric:
     generation: int = 0
     # target NUMA: the label holding the NUMA node's id
     numa_label: str = 'node'
+    # How several series of one provider combine (COMBINE); None: refused.
+    combine: str = None
 
     @classmethod
     def from_document(cls, name, document, generation=0):
@@ -41,7 +54,8 @@ class Metric:
                    rewrite_pattern=rewrite.get('pattern'),
                    rewrite_replacement=rewrite.get('replacement', ''),
                    generation=generation,
-                   numa_label=document.get('numa_label', 'node'))
+                   numa_label=document.get('numa_label', 'node'),
+                   combine=document.get('combine'))
 
     def stored(self):
         document = {'query': self.query, 'label': self.label,
@@ -51,6 +65,8 @@ class Metric:
         if self.rewrite_pattern is not None:
             document['rewrite'] = {'pattern': self.rewrite_pattern,
                                    'replacement': self.rewrite_replacement}
+        if self.combine is not None:
+            document['combine'] = self.combine
         return document
 
     def as_document(self):
@@ -63,16 +79,17 @@ class Metric:
         if value is None:
             return None
         if self.rewrite_pattern is not None:
-            value = re.sub(self.rewrite_pattern, self.rewrite_replacement,
-                           value)
+            value = promql.compiled(self.rewrite_pattern).sub(
+                self.rewrite_replacement, value)
         return value
 
-    def values(self, series, roots_by_name, providers):
-        """{provider uuid (numa_key for target NUMA): value} of
-        Prometheus instant-query ``series`` ([{'metric': {labels},
-        'value': [time, 'text']}]); series that name no provider (or no
-        NUMA node), or whose value is no finite number, are skipped."""
-        found = {}
+    def matched(self, series, roots_by_name, providers):
+        """How ``series`` (Prometheus instant-query results, [{'metric':
+        {labels}, 'value': [time, 'text']}]) map to providers: ({provider
+        uuid (numa_key for target NUMA): [values]}, [labels of series
+        that name no provider], series skipped for a value that is no
+        finite number)."""
+        found, unmatched, skipped = {}, [], 0
         for item in series:
             labels = item.get('metric') or {}
             key = self.key_of(labels)
@@ -86,12 +103,64 @@ class Metric:
                 except (TypeError, ValueError):
                     uuid = None
             if uuid is None:
+                unmatched.append(labels)
                 continue
             try:
                 value = float(item['value'][1])
             except (KeyError, IndexError, TypeError, ValueError):
+                skipped += 1
                 continue
             if value != value or value in (float('inf'), float('-inf')):
+                skipped += 1
                 continue
-            found[uuid] = value
-        return found
+            found.setdefault(uuid, []).append(value)
+        return found, unmatched, skipped
+
+    def values(self, series, roots_by_name, providers):
+        """{provider uuid (numa_key for target NUMA): value} of
+        ``series``; series that name no provider (or no NUMA node), or
+        whose value is no finite number, are skipped; several series of
+        one provider are combined as the metric says, else SeveralSeries.
+        """
+        found, _unmatched, _skipped = self.matched(series, roots_by_name,
+                                                   providers)
+        values = {}
+        for uuid, several in found.items():
+            if len(several) == 1:
+                values[uuid] = several[0]
+            elif self.combine is None:
+                raise SeveralSeries(
+                    '%d series name provider %s: say how to combine them '
+                    '(combine: %s) or aggregate them in the query (e.g. '
+                    'avg by (instance))' % (len(several), uuid,
+                                            ', '.join(sorted(COMBINE))))
+            else:
+                values[uuid] = COMBINE[self.combine](several)
+        return values
+
+    def dry_run(self, series, roots_by_name, providers, shown=100):
+        """What storing the metric would give, from one run's ``series``:
+        the series count, the providers matched, the series that match
+        none (their labels, at most ``shown``), the providers named by
+        several series, and why it is refused (None: it is not)."""
+        found, unmatched, skipped = self.matched(series, roots_by_name,
+                                                 providers)
+        several = {uuid: len(values) for uuid, values in found.items()
+                   if len(values) > 1}
+        refused = None
+        if several and self.combine is None:
+            refused = ('%d providers are named by several series: say how '
+                       'to combine them (combine: %s) or aggregate them in '
+                       'the query' % (len(several), ', '.join(
+                           sorted(COMBINE))))
+        elif not found:
+            refused = 'no series names a provider'
+        return {
+            'series': len(series),
+            'providers_matched': len(found),
+            'unmatched_series': len(unmatched),
+            'unmatched_examples': unmatched[:shown],
+            'non_finite_values': skipped,
+            'several_series': dict(sorted(several.items())[:shown]),
+            'refused': refused,
+        }

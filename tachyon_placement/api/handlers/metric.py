@@ -1,13 +1,14 @@
 """Tachyon's /tachyon/metrics: what the telemetry collector queries and
 how each series maps to providers (see tachyon_placement/telemetry)."""
-import re
-
 from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.api.handlers import tachyon
 from tachyon_placement.policies import metric as policies
 from tachyon_placement.schemas import metric as schema
+from tachyon_placement.telemetry import collector
 from tachyon_placement.telemetry import metrics
+from tachyon_placement.telemetry import promql
+from tachyon_placement.weighing import model as weighing_model
 
 
 @tachyon.handler(accept=wsgi.JSON)
@@ -24,24 +25,64 @@ def get_metric(req):
     return wsgi.json_response(req, metric.as_document())
 
 
+DRY_RUN_QUERY = {
+    'type': 'object',
+    'properties': {'dry_run': {'enum': ['true', 'false']}},
+    'additionalProperties': False,
+}
+
+
 @tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON)
 def put_metric(req):
     req.context.can(policies.UPDATE)
     name = tachyon.name(req, 'metric')
+    req.validate_query(DRY_RUN_QUERY)
     data = req.json_body(schema.PUT)
-    rewrite = data.get('rewrite')
-    if rewrite:
-        try:
-            re.compile(rewrite['pattern'])
-        except re.error as exc:
-            raise errors.BadRequest('rewrite: bad pattern: %s' % exc)
-    return tachyon.stored(req, req.store.put_metric,
-                          metrics.Metric.from_document(name, data),
+    try:
+        promql.check_query(data['query'])
+        rewrite = data.get('rewrite')
+        if rewrite:
+            promql.check_rewrite(rewrite['pattern'],
+                                 rewrite.get('replacement', ''))
+    except promql.Invalid as exc:
+        raise errors.BadRequest(str(exc))
+    metric = metrics.Metric.from_document(name, data)
+    if req.GET.get('dry_run') == 'true':
+        return wsgi.json_response(req, _dry_run(req, metric))
+    return tachyon.stored(req, req.store.put_metric, metric,
                           data.get('generation'))
+
+
+def _dry_run(req, metric):
+    """The metric run once through the deployment's Prometheus or Aetos,
+    and how its series map to providers; nothing is stored."""
+    if not req.conf.telemetry.url:
+        raise errors.BadRequest('dry_run: no Prometheus or Aetos is '
+                                'configured ([telemetry] url).')
+    try:
+        series = collector.PrometheusSource(req.conf).query(metric.query)
+    except Exception as exc:  # noqa: BLE001 - whatever Prometheus says
+        raise errors.BadRequest('dry_run: the query failed: %.500s' % exc)
+    world = req.store.worlds.current()
+    roots_by_name = {record.provider.name: record.uuid
+                     for record in world.roots}
+    report = metric.dry_run(series, roots_by_name, world.records)
+    return dict(report, dry_run=True, metric=metric.as_document())
+
+
+IN_USE = 'tachyon.metric.inuse'
 
 
 @tachyon.handler()
 def delete_metric(req):
     req.context.can(policies.DELETE)
-    tachyon.found(req.store.delete_metric, tachyon.name(req, 'metric'))
+    name = tachyon.name(req, 'metric')
+    users = sorted(weigher.name for weigher in req.store.list_weighers()
+                   if weigher.scorer['type'] == weighing_model.METRIC
+                   and weigher.scorer['metric'] == name)
+    if users:
+        raise errors.Conflict(
+            'Metric %s is used by weighers %s: delete or change them '
+            'first.' % (name, ', '.join(users)), code=IN_USE)
+    tachyon.found(req.store.delete_metric, name)
     return wsgi.empty_response(req)

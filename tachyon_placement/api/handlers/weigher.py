@@ -7,6 +7,7 @@ from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.domain import models
 from tachyon_placement.policies import weigher as policies
 from tachyon_placement.schemas import weigher as schema
+from tachyon_placement.telemetry import metrics
 from tachyon_placement.weighing import cypher_text
 from tachyon_placement.weighing import model
 
@@ -46,6 +47,39 @@ def get_weigher(req):
     return wsgi.json_response(req, _documents(req, [weigher])[0])
 
 
+def _check_names(req, data):
+    """400 for what the weigher names that does not exist (it would score
+    nothing, silently): resource classes, traits, its metric (which must
+    name hosts or providers: a numa metric is for PCI-NUMA affinity)."""
+    scorer, match = data['scorer'], data.get('match') or {}
+    classes = set(match.get('resource_classes', ()))
+    if scorer['type'] == model.USAGE:
+        classes.add(scorer['resource_class'])
+    missing = req.store.missing_resource_classes(classes)
+    if missing:
+        raise errors.BadRequest('No such resource class %s.'
+                                % ', '.join(sorted(missing)))
+    traits = set(match.get('required_traits', ()))
+    if scorer['type'] == model.TRAITS:
+        traits |= set(scorer.get('prefer', ())) | set(scorer.get('avoid', ()))
+    missing = req.store.missing_traits(traits)
+    if missing:
+        raise errors.BadRequest('No such trait(s): %s.'
+                                % ', '.join(sorted(missing)))
+    if scorer['type'] == model.METRIC:
+        try:
+            metric = req.store.get_metric(scorer['metric'])
+        except domain_errors.NotFound:
+            raise errors.BadRequest('No such metric %s: store it first '
+                                    '(PUT /tachyon/metrics/%s).' % (
+                                        scorer['metric'], scorer['metric']))
+        if metric.target == metrics.NUMA:
+            raise errors.BadRequest(
+                'Metric %s has target numa (values per NUMA node, for '
+                'PCI-NUMA affinity): a weigher scores hosts or providers.'
+                % metric.name)
+
+
 @tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON)
 def put_weigher(req):
     req.context.can(policies.UPDATE)
@@ -54,6 +88,7 @@ def put_weigher(req):
     match = data.get('match') or {}
     if match.get('min_groups', 1) > match.get('max_groups', 1000):
         raise errors.BadRequest('match: min_groups exceeds max_groups.')
+    _check_names(req, data)
     if data['scorer']['type'] == model.CYPHER:
         query = data['scorer']['query']
         try:

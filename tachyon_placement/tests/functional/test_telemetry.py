@@ -366,3 +366,66 @@ def test_per_numa_free_memory_is_the_room_of_a_flat_hosts_nodes(
         wait_for([gpus[0]])
     finally:
         served_api.stop()
+
+
+def test_a_dry_run_shows_how_series_map_and_refuses_several_per_host(
+        api, exporter):
+    _create_hosts(api)
+    for host, cpu in (('host-a', 90), ('host-b', 50), ('host-c', 10),
+                      ('elsewhere', 70)):
+        exporter.set_cpu(host, cpu)
+    definition = {'query': 'host_cpu_utilisation', 'label': 'instance',
+                  'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''}}
+    deadline = time.monotonic() + 30
+    while True:
+        report = _ok(api.request('PUT', '/tachyon/metrics/cpu?dry_run=true',
+                                 definition))
+        if report['series'] == 4 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert report['series'] == 4
+    assert report['providers_matched'] == 3
+    assert report['unmatched_series'] == 1
+    assert report['unmatched_examples'][0]['instance'] == 'elsewhere:9100'
+    assert report['refused'] is None
+    # Nothing stored by a dry run.
+    assert api.request('GET', '/tachyon/metrics/cpu')[0] == 404
+    # Every series relabelled to host-a: three series name one provider.
+    several = dict(definition, query=(
+        'label_replace(label_replace(host_cpu_utilisation, "origin", "$1", '
+        '"instance", "(.*)"), "instance", "host-a:9100", "instance", '
+        '"host-[abc].*")'))
+    report = _ok(api.request('PUT', '/tachyon/metrics/cpu?dry_run=true',
+                             several))
+    assert report['several_series'] == {UUIDS['host-a']: 3}
+    assert 'combine' in report['refused']
+    report = _ok(api.request('PUT', '/tachyon/metrics/cpu?dry_run=true',
+                             dict(several, combine='max')))
+    assert report['refused'] is None
+    # Stored without a way to combine: never "the last one wins", the
+    # metric fails collection (and says so once in the log).
+    _ok(api.request('PUT', '/tachyon/metrics/cpu', several))
+    _ok(api.request('PUT', '/tachyon/weighers/coolest', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
+    deadline = time.monotonic() + 20
+    while 'combine' not in _log(api):
+        assert time.monotonic() < deadline, 'no warning logged'
+        time.sleep(0.3)
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+    for host in explained['hosts']:
+        assert host['weighers'][0]['metric']['value'] is None
+    # With a combination: the hottest of the three.
+    metric = _ok(api.request('GET', '/tachyon/metrics/cpu'))
+    _ok(api.request('PUT', '/tachyon/metrics/cpu', dict(
+        several, combine='max', generation=metric['generation'])))
+    deadline = time.monotonic() + 20
+    while True:
+        explained = _ok(api.request(
+            'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+        values = {host['name']: host['weighers'][0]['metric']['value']
+                  for host in explained['hosts']}
+        if values.get('host-a') == 90.0:
+            break
+        assert time.monotonic() < deadline, values
+        time.sleep(0.3)

@@ -1,0 +1,79 @@
+"""What a metric's definition must be before it is stored: a PromQL
+query that parses and gives an instant vector (promql-parser: the Rust
+parser of the promql-parser crate, the grammar of Prometheus 2.x/3.x),
+and a label rewrite that RE2 runs (Prometheus' own regular expressions:
+linear in the text, so no pattern can stall the collector) whose
+replacement names only groups the pattern has."""
+import functools
+import re
+
+import promql_parser
+import re2
+
+# A query is a text of at most 4096 characters (the schema); the parser
+# is a Rust recursive descent: bounded by the nesting the text can hold.
+
+_GROUP_REFERENCE = re.compile(r'\\(?:(\d+)|g<([^>]*)>)')
+
+
+class Invalid(ValueError):
+    """The definition cannot be stored: the message says why."""
+
+
+def _value_type(expression):
+    """PromQL's type of ``expression``: vector, matrix, scalar, string."""
+    if isinstance(expression, (promql_parser.VectorSelector,
+                               promql_parser.AggregateExpr)):
+        return 'vector'
+    if isinstance(expression, (promql_parser.MatrixSelector,
+                               promql_parser.SubqueryExpr)):
+        return 'matrix'
+    if isinstance(expression, promql_parser.NumberLiteral):
+        return 'scalar'
+    if isinstance(expression, promql_parser.StringLiteral):
+        return 'string'
+    if isinstance(expression, (promql_parser.ParenExpr,
+                               promql_parser.UnaryExpr)):
+        return _value_type(expression.expr)
+    if isinstance(expression, promql_parser.Call):
+        return str(expression.func.return_type).rpartition('.')[2].lower()
+    if isinstance(expression, promql_parser.BinaryExpr):
+        sides = {_value_type(expression.lhs), _value_type(expression.rhs)}
+        return 'vector' if 'vector' in sides else 'scalar'
+    return 'unknown'
+
+
+def check_query(query):
+    """Invalid unless ``query`` parses and gives an instant vector."""
+    try:
+        expression = promql_parser.parse(query)
+    except (ValueError, RuntimeError) as exc:
+        raise Invalid('query: it does not parse: %s' % exc)
+    kind = _value_type(expression)
+    if kind != 'vector':
+        raise Invalid('query: it gives a %s, not an instant vector (one '
+                      'value per series; put a range inside a function, '
+                      'e.g. avg_over_time(x[5m]))' % kind)
+
+
+@functools.lru_cache(maxsize=256)
+def compiled(pattern):
+    """The RE2 form of a rewrite pattern (Invalid when RE2 refuses it)."""
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:
+        raise Invalid('rewrite: bad pattern: %s' % exc)
+
+
+def check_rewrite(pattern, replacement):
+    """Invalid unless RE2 compiles ``pattern`` and ``replacement`` names
+    only groups it has (a missing one used to stop the collector)."""
+    regex = compiled(pattern)
+    for number, name in _GROUP_REFERENCE.findall(replacement or ''):
+        if number and int(number) > regex.groups:
+            raise Invalid('rewrite: the replacement refers to group %s, '
+                          'the pattern has %d' % (number, regex.groups))
+        if name and not (name.isdigit() and int(name) <= regex.groups
+                         or name in regex.groupindex):
+            raise Invalid('rewrite: the replacement refers to group %r, '
+                          'which the pattern does not have' % name)
