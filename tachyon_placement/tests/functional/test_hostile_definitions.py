@@ -196,3 +196,115 @@ def test_rows_beyond_the_providers_are_capped_in_the_engine(api):
         time.sleep(0.2)
     assert 'more than 1040 rows' in _status(api, 'many-rows')['reason']
     assert api.request('DELETE', '/tachyon/weighers/many-rows')[0] == 204
+
+
+HOSTILE_METRICS = {
+    'promql syntax error': {'query': 'sum(rate(x[5m])'},
+    'range vector': {'query': 'node_load1[5m]'},
+    'scalar': {'query': 'scalar(node_load1)'},
+    'deep nesting': {'query': '(' * 2000 + 'x' + ')' * 2000},
+    'bad replacement group': {'query': 'up', 'rewrite': {
+        'pattern': ':[0-9]+$', 'replacement': '\\9'}},
+    'bad named group': {'query': 'up', 'rewrite': {
+        'pattern': '^(?P<h>.*)$', 'replacement': '\\g<nope>'}},
+    'backtracking construct': {'query': 'up', 'rewrite': {
+        'pattern': '(?=a)(a+)+$'}},
+    'a number past 64 bits': {'query': 'up', 'generation': 2 ** 64},
+}
+
+
+@pytest.mark.parametrize('case', sorted(HOSTILE_METRICS))
+def test_hostile_metric_is_refused(api, case):
+    status, body = api.request('PUT', '/tachyon/metrics/hostile',
+                               HOSTILE_METRICS[case])
+    print('%s: %d %.120s' % (case, status, body['errors'][0]['detail']
+                              if status >= 400 else body))
+    assert status == 400, body
+    assert api.request('GET', '/tachyon/metrics/hostile')[0] == 404
+
+
+def _devices(count):
+    return [{'address': '%04x:%02x:%02x.%d' % (
+        index >> 16, (index >> 8) & 0xff, (index >> 3) & 0x1f, index & 7),
+        'vendor_id': '8086', 'product_id': '154c', 'class': '020000'}
+        for index in range(count)]
+
+
+def test_hostile_topology_documents(api):
+    base = {'sockets': [{'id': 0}], 'numa_nodes': [
+        {'id': 0, 'socket': 0, 'cpus': [0], 'memory_mb': 1}]}
+    before = _engine_rss(api)
+    cases = {
+        # 100,000 devices: 9.6 MB, over the body limit.
+        '100,000 devices': (dict(base, pci_devices=_devices(100000)), 413),
+        # Within the body limit, over the schema's 8,192.
+        '8,193 devices': (dict(base, pci_devices=_devices(8193)), 400),
+        'a hugepages total past 64 bits': (dict(base, numa_nodes=[dict(
+            base['numa_nodes'][0], hugepages=[
+                {'size_kb': 2048, 'total': 2 ** 64, 'free': 0}])],
+            pci_devices=[]), 400),
+        '10 MB of labels': (dict(base, pci_devices=[dict(
+            _devices(1)[0], labels={'x%d' % i: 'y' * 255
+                                    for i in range(40000)})]), 413),
+    }
+    for case, (document, expected) in sorted(cases.items()):
+        started = time.monotonic()
+        status, body = api.request('PUT', '/tachyon/topology/hosts/cn1',
+                                   document)
+        print('%s: %d in %.2f s' % (case, status,
+                                    time.monotonic() - started))
+        assert status == expected, body
+        assert body['errors'][0]['status'] == expected
+    # 8,192 devices with VFs: stored, linear (measured in the notes).
+    devices = _devices(8192)
+    for index, device in enumerate(devices):
+        if index % 64:
+            device['physfn'] = devices[index - index % 64]['address']
+    with Prober(api) as prober:
+        started = time.monotonic()
+        status, body = api.request('PUT', '/tachyon/topology/hosts/cn-big',
+                                   dict(base, pci_devices=devices))
+        took = time.monotonic() - started
+    print('8,192 devices: %d in %.2f s, slowest GET meanwhile %.3f s'
+          % (status, took, prober.slowest))
+    assert status == 201, body
+    assert prober.statuses == {200}
+    # Every read of it keeps working.
+    assert api.request('GET', '/tachyon/topology/hosts/cn-big')[0] == 200
+    assert api.request('GET', '/tachyon/topology/hosts')[0] == 200
+    assert api.request('GET', '/tachyon/changes?since=0')[0] == 200
+    assert api.request('DELETE', '/tachyon/topology/hosts/cn-big')[0] == 204
+    assert _engine_rss(api) <= before + ENGINE_SLACK
+
+
+def test_a_thousand_weighers_and_metrics(api):
+    before = _engine_rss(api)
+    for index in range(1000):
+        status, body = api.request('PUT', '/tachyon/metrics/m%d' % index, {
+            'query': 'up{job="j%d"}' % index})
+        assert status == 201, body
+        status, body = api.request('PUT', '/tachyon/weighers/w%d' % index, {
+            'weight': 1 + index % 7, 'scorer': {
+                'type': 'usage', 'mode': 'spread',
+                'resource_class': ('VCPU', 'MEMORY_MB')[index % 2]}})
+        assert status == 201, body
+    with Prober(api) as prober:
+        timings = []
+        for _ in range(5):
+            started = time.monotonic()
+            status, body = api.request(
+                'GET', '/allocation_candidates?resources=VCPU:1&limit=10')
+            timings.append(time.monotonic() - started)
+            assert status == 200, body
+    print('candidates with 1,000 weighers: %s s; slowest GET %.3f s; '
+          'engine RSS %d -> %d MiB' % (
+              ', '.join('%.3f' % timing for timing in timings),
+              prober.slowest, before >> 20, _engine_rss(api) >> 20))
+    assert len(api.request('GET', '/tachyon/weighers')[1]['weighers']) \
+        == 1000
+    assert _engine_rss(api) <= before + ENGINE_SLACK
+    for index in range(1000):
+        assert api.request('DELETE', '/tachyon/weighers/w%d' % index)[0] \
+            == 204
+        assert api.request('DELETE', '/tachyon/metrics/m%d' % index)[0] \
+            == 204
