@@ -94,7 +94,7 @@ def main(argv=None):
     tachyon_conf.register_opts(conf)
     conf.register_cli_opts(cli_opts)
     conf(sys.argv[1:] if argv is None else argv, project='placement')
-    logging.setup(conf, 'placement')
+    tachyon_conf.setup_logging(conf, 'placement')
     malloc_arenas.cap()
     application = deploy.loadapp(conf)
     server = simple_server.make_server(

@@ -20,6 +20,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from tachyon_placement import conf as tachyon_conf
 from tachyon_placement.topology import agent
 
 LOG = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def main(argv=None):
     conf.register_cli_opts(cli_opts)
     conf(sys.argv[1:] if argv is None else argv, project='tachyon',
          prog='tachyon-topology-agent')
-    logging.setup(conf, 'tachyon-topology-agent')
+    tachyon_conf.setup_logging(conf, 'tachyon-topology-agent')
     opts = conf.topology_agent
     reader = agent.reader_for(opts.sysfs_root, opts.physical_device_mappings)
     if conf.print:

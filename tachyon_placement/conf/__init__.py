@@ -4,6 +4,8 @@ Keys follow placement.conf wherever they still make sense, so an operator can
 reuse their Placement file and add a ``[graph]`` section.  There is no global
 config object: callers build a ``ConfigOpts`` and pass it around.
 """
+import os
+
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_middleware import cors
@@ -38,3 +40,18 @@ def new_conf(args=None, default_config_files=None):
     conf(args if args is not None else [], project='placement',
          default_config_files=default_config_files)
     return conf
+
+
+def setup_logging(conf, name):
+    """oslo.log's set-up, and the log file readable by its owner and
+    group only (it was 0644: it names hosts, projects and errors of a
+    cloud)."""
+    log_file = conf.log_file
+    if log_file:
+        path = os.path.join(conf.log_dir, log_file) if conf.log_dir else (
+            log_file)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                             0o640)
+        os.close(descriptor)
+        os.chmod(path, 0o640)
+    logging.setup(conf, name)

@@ -446,8 +446,8 @@ def _sync_at_once(connect):
         return
     try:
         sock.settimeout(5)
-        sock.sendall(resp_command(b'CONFIG', b'SET', b'repl-diskless-sync-delay',
-                              b'0'))
+        sock.sendall(resp_command(b'CONFIG', b'SET',
+                                  b'repl-diskless-sync-delay', b'0'))
         sock.recv(256)
     except OSError:
         pass

@@ -190,7 +190,7 @@ class Collector:
         self._held = False
         try:
             self.store.release_telemetry_lease(self.holder)
-        except Exception as exc:  # noqa: BLE001 - at exit, the engine may be gone
+        except Exception as exc:  # noqa: BLE001 - the engine may be gone
             LOG.warning('Telemetry: the lease could not be let go (%s)', exc)
 
 

@@ -9,7 +9,6 @@ does).
 import os
 import threading
 
-from oslo_log import log as logging
 
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
@@ -30,7 +29,7 @@ def config_files(environ=os.environ):
 
 def init_application():
     conf = tachyon_conf.new_conf(default_config_files=config_files())
-    logging.setup(conf, 'placement')
+    tachyon_conf.setup_logging(conf, 'placement')
     return deploy.loadapp(conf)
 
 

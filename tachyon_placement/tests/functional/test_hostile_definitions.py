@@ -217,8 +217,8 @@ HOSTILE_METRICS = {
 def test_hostile_metric_is_refused(api, case):
     status, body = api.request('PUT', '/tachyon/metrics/hostile',
                                HOSTILE_METRICS[case])
-    print('%s: %d %.120s' % (case, status, body['errors'][0]['detail']
-                              if status >= 400 else body))
+    detail = body['errors'][0]['detail'] if status >= 400 else body
+    print('%s: %d %.120s' % (case, status, detail))
     assert status == 400, body
     assert api.request('GET', '/tachyon/metrics/hostile')[0] == 404
 
