@@ -41,21 +41,33 @@ def _engine_rss(api):
 
 
 class Prober:
-    """GET /resource_providers in a loop while something else happens: the
-    slowest answer and whether every one was a 200."""
+    """Requests in a loop while something else happens, a read (GET
+    /resource_providers) and a write (PUT /traits/CUSTOM_PROBE_<n>, which
+    takes the engine's write lock) in turn: the slowest of each and
+    whether every one succeeded."""
 
     def __init__(self, api):
         self.api = api
         self.slowest = 0.0
+        self.slowest_write = 0.0
         self.statuses = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
+        count = 0
         while not self._stop.is_set():
+            count += 1
             started = time.monotonic()
-            status, _ = self.api.request('GET', '/resource_providers')
-            self.slowest = max(self.slowest, time.monotonic() - started)
+            if count % 2:
+                status, _ = self.api.request('GET', '/resource_providers')
+                self.slowest = max(self.slowest, time.monotonic() - started)
+            else:
+                status, _ = self.api.request(
+                    'PUT', '/traits/CUSTOM_PROBE_%d' % count)
+                self.slowest_write = max(self.slowest_write,
+                                         time.monotonic() - started)
+                status = 200 if status in (201, 204) else status
             self.statuses.add(status)
             self._stop.wait(0.05)
 
@@ -121,8 +133,9 @@ def test_hostile_scorer_is_refused_within_bounds(api, case):
         status, body = _put(api, 'hostile', query)
         took = time.monotonic() - started
     after = _engine_rss(api)
-    print('%s: %d in %.2f s, engine RSS %d -> %d MiB, slowest GET %.3f s'
-          % (case, status, took, before >> 20, after >> 20, prober.slowest))
+    print('%s: %d in %.2f s, engine RSS %d -> %d MiB, slowest GET %.3f s, '
+          'write %.3f s' % (case, status, took, before >> 20, after >> 20,
+                            prober.slowest, prober.slowest_write))
     assert status == 400, body
     assert body['errors'][0]['code'] == 'placement.undefined_code'
     assert body['errors'][0]['detail'].count('cypher scorer refused') == 1
@@ -162,7 +175,8 @@ def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api):
             assert time.monotonic() < deadline, 'never disabled'
             time.sleep(0.2)
     state = _status(api, 'bomb')
-    print('disabled: %s; slowest GET %.3f s' % (state, prober.slowest))
+    print('disabled: %s; slowest GET %.3f s, write %.3f s' % (
+        state, prober.slowest, prober.slowest_write))
     assert 'bounds' in state['reason'] or 'within' in state['reason']
     assert state['since']
     assert prober.statuses == {200}
