@@ -109,6 +109,7 @@ def test_exported_load_orders_candidates_and_an_outage_degrades(
     assert coolest['name'] == 'host-c'
     assert coolest['weighers'][0]['metric']['value'] == 10.0
     assert 0 <= coolest['weighers'][0]['metric']['age_seconds'] < 3 * REFRESH
+    assert coolest['weighers'][0]['metric']['stale'] is False
     assert [host['score'] for host in explained['hosts']] == [1.0, 0.5, 0.0]
 
     # The load moves: the order follows within a refresh interval of
@@ -137,6 +138,13 @@ def test_exported_load_orders_candidates_and_an_outage_degrades(
     started = time.monotonic()
     assert _order(api) == ['host-a', 'host-b', 'host-c']
     assert time.monotonic() - started < 2  # never waits on Prometheus
+    # Explain says the values it shows no longer count.
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+    for host in explained['hosts']:
+        metric = host['weighers'][0]['metric']
+        assert metric['stale'] is True, host
+        assert metric['age_seconds'] > STALENESS
     log = _log(api)
     # One warning for the outage, not one per cycle.
     assert log.count('metric cpu cannot be collected') == 1
