@@ -82,6 +82,10 @@ class Engine:
         when it breaks one, GraphError when it fails otherwise."""
         raise NotImplementedError
 
+    def drop_scorer_copy(self):
+        """Let go of what runs scorers (a sandbox's copy of the graph)
+        while this process does not collect."""
+
     def close(self):
         pass
 

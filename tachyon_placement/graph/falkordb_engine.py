@@ -220,6 +220,12 @@ class FalkorDBEngine(engine.Engine):
                                    else value for value in row)))
                 for row in rows]
 
+    def drop_scorer_copy(self):
+        with self._lock:
+            replica, self._scorer_replica = self._scorer_replica, None
+        if replica is not None:
+            replica.close()
+
     def _connect_raw(self):
         """A new socket to this server, authenticated when it needs it
         (the scorer replica's relay, graph/scorer_sandbox.py)."""

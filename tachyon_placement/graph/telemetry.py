@@ -197,3 +197,8 @@ class TelemetryStore:
     def release_telemetry_lease(self, holder):
         """Let the lease go if ``holder`` holds it (a clean stop)."""
         self.engine.write(RELEASE_LEASE, holder=holder)
+
+    def drop_scorer_copy(self):
+        """Free what runs Cypher scorers (FalkorDB: the sandbox holding a
+        copy of the graph) while this process does not run them."""
+        self.engine.drop_scorer_copy()

@@ -125,8 +125,14 @@ class Collector:
         sources = self._sources()
         if not sources or not self.store.take_telemetry_lease(
                 self.holder, self.interval * LEASE_INTERVALS):
+            # Another process collects (or nothing is to be): no copy of
+            # the graph kept here for scorers.
+            self.store.drop_scorer_copy()
             return None
         self._held = True
+        if not any(name.startswith(weighing_model.CYPHER + ':')
+                   for name, _, _ in sources):
+            self.store.drop_scorer_copy()
         stored = 0
         for name, label, collect in sources:
             try:

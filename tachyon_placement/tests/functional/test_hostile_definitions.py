@@ -192,7 +192,24 @@ def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api):
         'scorer': {'type': 'cypher', 'query': fixed}})
     assert status == 200, body
     assert _status(api, 'bomb') == {'state': 'enabled'}
+    deadline = time.monotonic() + 10
+    while not _sandboxes(api):   # the collector runs the fixed scorer
+        assert time.monotonic() < deadline, 'no sandbox ran the scorer'
+        time.sleep(0.2)
     assert api.request('DELETE', '/tachyon/weighers/bomb')[0] == 204
+    # No scorer left: the sandbox and its copy of the graph go.
+    deadline = time.monotonic() + 10
+    while _sandboxes(api):
+        assert time.monotonic() < deadline, 'the sandbox stayed'
+        time.sleep(0.2)
+
+
+def _sandboxes(api):
+    """The scorer sandboxes the API process runs (not its engine)."""
+    engine = api.engine_pid()
+    return [child.pid for child in psutil.Process(api.process.pid).children(
+        recursive=True) if child.pid != engine
+        and child.name().startswith('redis-server')]
 
 
 def test_rows_beyond_the_providers_are_capped_in_the_engine(api):
