@@ -131,13 +131,6 @@ start() {
             *" server.memory.pagecache.size="*) ;;
             *) echo "server.memory.pagecache.size=$PAGECACHE" ;;
         esac
-        # A transaction's memory bounded: Tachyon runs operators' Cypher
-        # scorers only on a server that bounds it ([telemetry]
-        # scorer_memory_limit, 256 MiB by default).
-        case " ${TACHYON_NEO4J_SETTINGS:-}" in
-            *" db.memory.transaction.max="*) ;;
-            *) echo "db.memory.transaction.max=256m" ;;
-        esac
         for setting in ${TACHYON_NEO4J_SETTINGS:-}; do
             echo "$setting"
         done

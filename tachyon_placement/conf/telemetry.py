@@ -29,19 +29,17 @@ telemetry_opts = [
     cfg.FloatOpt(
         'scorer_timeout', default=2.0, min=0.1, max=60,
         help="Seconds one run of a Cypher scorer may take, when it is "
-             "checked (PUT /tachyon/weighers) and at each collection. On "
-             "FalkorDB scorers run in a private sandbox server, never in "
-             "the one that serves the API; on Neo4j, in a read transaction "
-             "with this timeout."),
+             "checked (PUT /tachyon/weighers) and at each collection. "
+             "Scorers run in a private FalkorDB sandbox server, never in "
+             "the engine that serves the API (on FalkorDB a replica of "
+             "it, on Neo4j a copy exported from it)."),
     cfg.IntOpt(
         'scorer_memory_limit', default=256, min=16, max=65536,
-        help="MiB of memory one run of a Cypher scorer may take. FalkorDB: "
-             "the sandbox server's QUERY_MEM_CAPACITY, and the sandbox is "
-             "killed when it grows more than this past its size when "
-             "ready. Neo4j bounds memory only server-wide: scorers are "
-             "refused unless the server's db.memory.transaction.max is set "
-             "and at most this. A scorer that breaks a bound at "
-             "collection is disabled until its weigher is stored again."),
+        help="MiB of memory one run of a Cypher scorer may take: the "
+             "sandbox server's QUERY_MEM_CAPACITY, and the sandbox is "
+             "killed when it grows more than this past its size with the "
+             "graph. A scorer that breaks a bound at collection is "
+             "disabled until its weigher is stored again."),
     cfg.IntOpt(
         'staleness_limit', default=300, min=1,
         help="Seconds after which a metric's last values stop counting: "

@@ -18,6 +18,8 @@ import neo4j.exceptions
 
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import schema
+from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.graph import versioning
 
 
 def _plain(value):
@@ -27,24 +29,6 @@ def _plain(value):
         return [_plain(item) for item in value]
     return value
 
-
-_UNITS = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}
-
-
-def _bytes(setting):
-    """Bytes of a Neo4j memory setting's value ('256m', '0B', '1.00GiB')."""
-    text = str(setting or '0').strip().lower().replace('ib', '').rstrip('b')
-    unit = text[-1:] if text[-1:] in _UNITS and text[-1:] else ''
-    try:
-        return int(float(text[:-1] if unit else text) * _UNITS[unit])
-    except ValueError:
-        return 0
-
-
-# Plan operators an operator's scorer query may not have (a read session
-# refuses writes already; procedures and files are not for scorers).
-_REFUSED_OPERATORS = frozenset((
-    'ProcedureCall', 'EagerProcedureCall', 'LoadCSV'))
 
 # Tries of a write Neo4j rolled back for a deadlock.
 WRITE_ATTEMPTS = 5
@@ -82,6 +66,8 @@ class Neo4jEngine(engine.Engine):
             uri, auth=auth, notifications_min_severity='OFF')
         self._database = database
         self._local = threading.local()
+        self._scorer_lock = threading.Lock()
+        self._scorer_copy = None
 
     def _session(self, access_mode):
         # One bookmark manager for every session of the process: a read
@@ -210,86 +196,50 @@ class Neo4jEngine(engine.Engine):
             except neo4j.exceptions.Neo4jError as exc:
                 raise engine.GraphError('commit: %s' % exc) from exc
 
-    def _transaction_memory_cap(self):
-        """Bytes a transaction may take in this server
-        (db.memory.transaction.max; 0: unbounded)."""
-        try:
-            rows = self.read(schema.TRANSACTION_MEMORY_CAP)
-        except engine.GraphError:
-            return None
-        return _bytes(rows[0]['value']) if rows else None
-
     def check_scorer_query(self, text, bounds):
-        cap = self._transaction_memory_cap()
-        if not cap or cap > bounds.memory_mib << 20:
-            # Neo4j bounds a query's memory only server-wide: an operator's
-            # query may run only where that bound is the scorers' one.
-            raise engine.RefusedQuery(
-                'Neo4j does not bound a transaction\'s memory to %d MiB: '
-                'set db.memory.transaction.max (now %s) to at most %dm in '
-                'its configuration, or raise [telemetry] '
-                'scorer_memory_limit' % (
-                    bounds.memory_mib,
-                    '%d MiB' % (cap >> 20) if cap else 'unbounded',
-                    bounds.memory_mib))
+        # Scorers run on a copy in a FalkorDB sandbox (run_scorer_query):
+        # checked there too, on an empty graph.
         try:
-            with self._session(neo4j.READ_ACCESS) as session:
-                result = session.run(neo4j.Query('EXPLAIN ' + text,
-                                                 timeout=bounds.timeout))
-                columns = list(result.keys())
-                summary = result.consume()
-        except (neo4j.exceptions.Neo4jError,
-                neo4j.exceptions.DriverError) as exc:
+            return scorer_sandbox.check_scorer(text, bounds)
+        except scorer_sandbox.SandboxError as exc:
             raise engine.RefusedQuery(str(exc)) from exc
-        if summary.query_type != 'r':
-            raise engine.RefusedQuery('the query may only read')
-        refused = set()
-        pending = [summary.plan or {}]
-        while pending:
-            operator = pending.pop()
-            kind = operator.get('operatorType', '').split('@')[0]
-            if kind in _REFUSED_OPERATORS:
-                refused.add(kind)
-            pending.extend(operator.get('children') or ())
-        if refused:
-            raise engine.RefusedQuery('the query may not use %s'
-                                      % ', '.join(sorted(refused)))
-        if not {'uuid', 'score'} <= set(columns):
-            return columns   # refused for its columns (graph/telemetry.py)
-        # Run once on the live graph within the bounds, rows capped as in
-        # collection (the providers and a margin).
-        try:
-            providers = self.read(schema.PROVIDER_COUNT)[0]['providers']
-            self._scorer_rows(text, bounds, providers + bounds.max_rows)
-        except engine.GraphError as exc:
-            raise engine.RefusedQuery(str(exc)) from exc
-        return columns
-
-    def _scorer_rows(self, text, bounds, max_rows):
-        # The rows are capped in the engine by the subquery's LIMIT; the
-        # transaction's timeout and db.memory.transaction.max bound it.
-        wrapped = neo4j.Query('CALL () { %s\n} RETURN uuid, score LIMIT %d'
-                              % (text, max_rows + 1), timeout=bounds.timeout)
-        try:
-            with self._session(neo4j.READ_ACCESS) as session:
-                rows = [{key: _plain(value) for key, value in record.items()}
-                        for record in session.run(wrapped)]
-        except neo4j.exceptions.Neo4jError as exc:
-            code = exc.code or ''
-            if ('MemoryLimitExceeded' in code or 'TransactionTimedOut' in code
-                    or 'Terminated' in code):
-                raise engine.QueryBoundBroken('%s (bounds: %g s, %d MiB)' % (
-                    exc.message, bounds.timeout, bounds.memory_mib)) from exc
-            raise engine.GraphError('scorer query: %s' % exc.message) from exc
-        except neo4j.exceptions.DriverError as exc:
-            raise engine.GraphError('scorer query: %s' % exc) from exc
-        if len(rows) > max_rows:
-            raise engine.QueryBoundBroken('it returns more than %d rows'
-                                          % max_rows)
-        return rows
 
     def run_scorer_query(self, text, bounds, max_rows):
-        return self._scorer_rows(text, bounds, max_rows)
+        with self._scorer_lock:
+            if self._scorer_copy is None:
+                self._scorer_copy = scorer_sandbox.Copy(
+                    self._export, self._version, bounds)
+            copy = self._scorer_copy
+        copy.bounds = bounds
+        try:
+            columns, rows = copy.query(text, max_rows)
+        except scorer_sandbox.SandboxBroken as exc:
+            raise engine.QueryBoundBroken(str(exc)) from exc
+        except scorer_sandbox.SandboxError as exc:
+            raise engine.GraphError('scorer query: %s' % exc) from exc
+        return [dict(zip(columns, (value.decode() if isinstance(value, bytes)
+                                   else value for value in row)))
+                for row in rows]
+
+    def _version(self):
+        return self.read(versioning.VERSION)[0]['version']
+
+    def _stream(self, statement):
+        """The rows of ``statement``, read as they come (the export of a
+        cloud is not held whole)."""
+        with self._session(neo4j.READ_ACCESS) as session:
+            for record in session.run(statement.text(self.dialect)):
+                yield tuple(_plain(value) for value in record.values())
+
+    def _export(self):
+        return (self._stream(schema.EXPORT_NODES),
+                self._stream(schema.EXPORT_RELATIONSHIPS))
+
+    def drop_scorer_copy(self):
+        with self._scorer_lock:
+            copy, self._scorer_copy = self._scorer_copy, None
+        if copy is not None:
+            copy.close()
 
     def read(self, statement, **params):
         return self._run(statement, params, read_only=True)
@@ -307,4 +257,5 @@ class Neo4jEngine(engine.Engine):
         self.write(schema.DELETE_ALL)
 
     def close(self):
+        self.drop_scorer_copy()
         self._driver.close()

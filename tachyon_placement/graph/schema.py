@@ -119,19 +119,27 @@ DETACH DELETE a, b
 DELETE_ALL = Statement('delete_all', common='MATCH (n) DETACH DELETE n')
 
 
-# What bounds an operator's Cypher scorer on Neo4j (neo4j_engine.py):
-# the server's memory cap per transaction, and the providers a scorer may
-# return a row for.  FalkorDB's scorers run in a sandbox
-# (scorer_sandbox.py), which reads neither.
-TRANSACTION_MEMORY_CAP = Statement('transaction_memory_cap', neo4j="""
-SHOW SETTINGS YIELD name, value
-WHERE name = 'db.memory.transaction.max'
-RETURN value
+# The graph as nodes and relationships, for the copy Neo4j's Cypher
+# scorers run on (graph/scorer_sandbox.py Copy): Neo4j bounds neither the
+# memory of a value built in a row nor its heap per query, so operators'
+# queries never run in it.  The collector's own values are left out.
+EXPORT_NODES = Statement('export_nodes', neo4j="""
+MATCH (n)
+WHERE NOT n:MetricValues
+RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS props
 """, falkordb="""
-RETURN null AS value
+MATCH (n)
+WHERE NOT n:MetricValues
+RETURN toString(id(n)) AS id, labels(n) AS labels, properties(n) AS props
 """)
 
-PROVIDER_COUNT = Statement('provider_count', common="""
-MATCH (rp:ResourceProvider)
-RETURN count(rp) AS providers
+EXPORT_RELATIONSHIPS = Statement('export_relationships', neo4j="""
+MATCH (a)-[r]->(b)
+RETURN elementId(a) AS a, labels(a)[0] AS a_label, elementId(b) AS b,
+       labels(b)[0] AS b_label, type(r) AS type, properties(r) AS props
+""", falkordb="""
+MATCH (a)-[r]->(b)
+RETURN toString(id(a)) AS a, labels(a)[0] AS a_label,
+       toString(id(b)) AS b, labels(b)[0] AS b_label, type(r) AS type,
+       properties(r) AS props
 """)

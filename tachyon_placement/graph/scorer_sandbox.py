@@ -207,7 +207,7 @@ class Sandbox:
             rss = _rss(proc.pid)
             self.peak_rss = max(self.peak_rss, rss)
             reason = None
-            if rss > self._limit:
+            if self._limit is not None and rss > self._limit:
                 reason = 'memory'
             deadline = self._deadline
             if deadline is not None and time.monotonic() > deadline:
@@ -223,6 +223,25 @@ class Sandbox:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
+
+    def load(self, batches):
+        """Write ``batches`` of (Cypher text, parameters) into the
+        sandbox's graph (a copy an engine exported), then bound its
+        memory from its size with the copy."""
+        import falkordb
+        self._limit = None
+        graph = falkordb.FalkorDB(
+            unix_socket_path=self._client.connection_pool.connection_kwargs[
+                'path']).select_graph(self.graph)
+        try:
+            for text, params in batches:
+                graph.query(text, params)
+        except redis.exceptions.RedisError as exc:
+            raise SandboxError('the copy of the graph could not be loaded: '
+                               '%s' % exc) from exc
+        finally:
+            graph.client.close()
+        self._limit = _rss(self._proc.pid) + (self.bounds.memory_mib << 20)
 
     def alive(self):
         return self._proc is not None and self._proc.poll() is None
@@ -529,3 +548,125 @@ class Replica:
             if self._relay is not None:
                 self._relay.close()
                 self._relay = None
+
+
+def _label(name):
+    return '`%s`' % name.replace('`', '``')
+
+
+def copy_batches(nodes, relationships, batch=2000):
+    """(Cypher text, parameters) that write a copy of a graph into a
+    sandbox: ``nodes`` yields (id, [labels], {properties}),
+    ``relationships`` (start id, its first label, end id, its first
+    label, type, {properties}).  Each node keeps its id as ``_copy_id``,
+    indexed per label so relationships find their ends."""
+    pending = {}
+
+    def flush(key):
+        rows = pending.pop(key)
+        if key[0] == 'node':
+            labels = ':'.join(_label(name) for name in key[1])
+            return ('UNWIND $rows AS row CREATE (n:%s {_copy_id: row.id}) '
+                    'SET n += row.props' % labels, {'rows': rows})
+        _kind, start, kind, end = key
+        return ('UNWIND $rows AS row MATCH (a:%s {_copy_id: row.a}) '
+                'MATCH (b:%s {_copy_id: row.b}) CREATE (a)-[r:%s]->(b) '
+                'SET r += row.props' % (_label(start), _label(end),
+                                        _label(kind)), {'rows': rows})
+
+    labels_seen = set()
+    for node_id, labels, props in nodes:
+        if not labels:
+            continue
+        key = ('node', tuple(sorted(labels)))
+        labels_seen.update(labels)
+        pending.setdefault(key, []).append({'id': node_id, 'props': props})
+        if len(pending[key]) >= batch:
+            yield flush(key)
+    for key in list(pending):
+        yield flush(key)
+    for label in sorted(labels_seen):
+        yield 'CREATE INDEX FOR (n:%s) ON (n._copy_id)' % _label(label), {}
+    for start, start_label, end, end_label, kind, props in relationships:
+        key = ('relationship', start_label, kind, end_label)
+        pending.setdefault(key, []).append({'a': start, 'b': end,
+                                            'props': props})
+        if len(pending[key]) >= batch:
+            yield flush(key)
+    for key in list(pending):
+        yield flush(key)
+
+
+class Copy:
+    """A sandbox holding a copy of a graph an engine exports (Neo4j, which
+    cannot replicate to FalkorDB), made again when the graph moved and
+    the copy is ``max_age`` seconds old."""
+
+    def __init__(self, export, version, bounds, max_age=30.0, **binaries):
+        """``export()``: (nodes, relationships) iterators for
+        copy_batches; ``version()``: the graph's version now."""
+        self._export = export
+        self._version = version
+        self.bounds = bounds
+        self.max_age = max_age
+        self._binaries = binaries
+        self._sandbox = None
+        self._copied = None    # (version, monotonic time)
+        self._lock = threading.Lock()
+
+    def _stale(self):
+        if self._sandbox is None or not self._sandbox.alive():
+            return True
+        version, made = self._copied
+        return (time.monotonic() - made >= self.max_age
+                and self._version() != version)
+
+    def query(self, text, max_rows=None):
+        with self._lock:
+            if self._stale():
+                self._remake()
+            self._sandbox.bounds = self.bounds
+            return self._sandbox.query(text, max_rows)
+
+    def _remake(self):
+        version = self._version()
+        sandbox = Sandbox(self.bounds, graph='tachyon-copy',
+                          **self._binaries).start()
+        try:
+            sandbox.load(copy_batches(*self._export()))
+        except BaseException:
+            sandbox.stop()
+            raise
+        if self._sandbox is not None:
+            self._sandbox.stop()
+        self._sandbox = sandbox
+        self._copied = (version, time.monotonic())
+
+    @property
+    def pid(self):
+        return self._sandbox.pid if self._sandbox is not None else None
+
+    def close(self):
+        with self._lock:
+            if self._sandbox is not None:
+                self._sandbox.stop()
+                self._sandbox = None
+
+
+# Plan operations a scorer may not have (FalkorDB's plan, in the sandbox).
+REFUSED_OPERATIONS = frozenset((
+    'Create', 'Delete', 'Update', 'Merge', 'MergeCreate', 'ProcedureCall',
+    'Load CSV', 'Foreach'))
+
+
+def check_scorer(text, bounds):
+    """The columns of ``text``, planned and run once in an empty sandbox
+    (SandboxError when it does not parse, plans a write, a procedure or a
+    file, or breaks a bound)."""
+    columns, plan = check(text, bounds)
+    operations = {line.strip().split(' |')[0] for line in plan}
+    refused = operations & REFUSED_OPERATIONS
+    if refused or len(plan) < 2:
+        raise SandboxError('the query may only read (it has %s)' % ', '.join(
+            sorted(refused or operations)))
+    return columns

@@ -10,7 +10,6 @@ import psutil
 import pytest
 
 from tachyon_placement.tests.functional import served
-from tachyon_placement.tests.functional.fixtures import engine as engines
 
 MEMORY_MIB = 256
 # The engine may grow by the scorer bound (Neo4j's heap is fixed; FalkorDB
@@ -111,10 +110,10 @@ REFUSED = {
         'UNWIND [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] AS d '
         'RETURN toString(a) AS uuid, b AS score',
 }
-# Passes any text rule and the engine's plan: only the engine's bounds
-# stop it.  Neo4j counts no memory of a value built inside one row (its
-# heap ran out on this one, 357 -> 1226 MiB): refused on FalkorDB, where
-# the sandbox takes the blow, and not tried on Neo4j.
+# Passes any text rule and the plan: only the sandbox's bounds stop it.
+# (Neo4j counts no memory of a value built inside one row: its heap ran
+# out on this one, 357 -> 1226 MiB, which is why Neo4j's scorers run on a
+# copy in a sandbox too.)
 STRING_BOMB = ("RETURN replace(replace(replace('%s', 'a', '%s'), 'a', "
                "'aaaaaaaaaaaaaaaaaaaa'), 'a', 'aaaaaaaaaaaaaaaaaaaa') "
                "AS uuid, 1 AS score" % (BIG, BIG))
@@ -122,10 +121,6 @@ STRING_BOMB = ("RETURN replace(replace(replace('%s', 'a', '%s'), 'a', "
 
 @pytest.mark.parametrize('case', sorted(REFUSED) + ['string bomb'])
 def test_hostile_scorer_is_refused_within_bounds(api, case):
-    if case == 'string bomb' and engines.NEO4J_URI:
-        pytest.skip('Neo4j does not bound the memory of a value built in '
-                    'one row; scorers there need the sandbox copy (issue '
-                    '41 notes)')
     query = STRING_BOMB if case == 'string bomb' else REFUSED[case]
     before = _engine_rss(api)
     with Prober(api) as prober:
@@ -160,12 +155,6 @@ def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api):
              '(c:ResourceProvider), (d:ResourceProvider) '
              'WITH a, b, c, d ORDER BY d.name + c.name + b.name + a.name '
              'RETURN a.uuid AS uuid, count(*) AS score')
-    if engines.NEO4J_URI:
-        # Neo4j's check runs on the live graph: a data-dependent bomb
-        # there is refused at once.
-        status, body = _put(api, 'bomb', query)
-        assert status == 400, body
-        return
     before = _engine_rss(api)
     with Prober(api) as prober:
         status, body = _put(api, 'bomb', query)
@@ -213,8 +202,6 @@ def _sandboxes(api):
 
 
 def test_rows_beyond_the_providers_are_capped_in_the_engine(api):
-    if engines.NEO4J_URI:
-        pytest.skip('covered by the check on the live graph (refused)')
     # One row per pair of providers: 1,600 rows for 40 providers, more
     # than providers + 1,000.
     query = ('MATCH (a:ResourceProvider), (b:ResourceProvider) '
