@@ -31,7 +31,23 @@ def api(tmp_path_factory):
             {'name': 'host-%02d' % index,
              'uuid': 'dddddddd-0000-4000-8000-%012d' % index})
         assert status in (200, 201), body
+        # Every host provides VCPU: paths through the class connect all.
+        status, body = served_api.request(
+            'PUT', '/resource_providers/dddddddd-0000-4000-8000-%012d/'
+            'inventories' % index, {'resource_provider_generation': 0,
+                                    'inventories': {'VCPU': {'total': 8}}})
+        assert status == 200, body
+        # Two traits each: with the class, three hubs every host links to.
+        status, body = served_api.request(
+            'PUT', '/resource_providers/dddddddd-0000-4000-8000-%012d/'
+            'traits' % index, {'resource_provider_generation': 1,
+                               'traits': ['HW_CPU_X86_AVX',
+                                          'HW_CPU_X86_SSE']})
+        assert status == 200, body
+    engine_pid = served_api.engine_pid()
     yield served_api
+    # Nothing here restarted the engine.
+    assert served_api.engine_pid() == engine_pid
     served_api.stop()
 
 
@@ -148,13 +164,27 @@ def _status(api, name):
     return body['scorer_status']
 
 
-def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api):
-    # Nothing on the empty graph of the check; a cartesian product of the
-    # providers at collection (40^4 rows sorted: past the 1 s timeout).
-    query = ('MATCH (a:ResourceProvider), (b:ResourceProvider), '
-             '(c:ResourceProvider), (d:ResourceProvider) '
-             'WITH a, b, c, d ORDER BY d.name + c.name + b.name + a.name '
-             'RETURN a.uuid AS uuid, count(*) AS score')
+COLLECTION_BOMBS = {
+    # A cartesian product of the providers: 40^4 rows sorted.
+    'cartesian product': (
+        'MATCH (a:ResourceProvider), (b:ResourceProvider), '
+        '(c:ResourceProvider), (d:ResourceProvider) '
+        'WITH a, b, c, d ORDER BY d.name + c.name + b.name + a.name '
+        'RETURN a.uuid AS uuid, count(*) AS score'),
+    # Unbounded variable-length paths: every provider reaches every other
+    # through the VCPU class and two traits, paths of any length.
+    'unbounded variable-length paths': (
+        'MATCH p = (a:ResourceProvider)-[*]-(b:ResourceProvider) '
+        'RETURN a.uuid AS uuid, count(p) AS score'),
+}
+
+
+@pytest.mark.parametrize('case', sorted(COLLECTION_BOMBS))
+def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api,
+                                                                    case):
+    # Nothing on the empty graph of the check; past the 1 s timeout or
+    # the memory bound on the graph at collection.
+    query = COLLECTION_BOMBS[case]
     before = _engine_rss(api)
     with Prober(api) as prober:
         status, body = _put(api, 'bomb', query)
@@ -164,9 +194,10 @@ def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api):
             assert time.monotonic() < deadline, 'never disabled'
             time.sleep(0.2)
     state = _status(api, 'bomb')
-    print('disabled: %s; slowest GET %.3f s, write %.3f s' % (
-        state, prober.slowest, prober.slowest_write))
-    assert 'bounds' in state['reason'] or 'within' in state['reason']
+    print('%s disabled: %s; slowest GET %.3f s, write %.3f s' % (
+        case, state, prober.slowest, prober.slowest_write))
+    assert ('bounds' in state['reason'] or 'within' in state['reason']
+            or 'memory' in state['reason']), state
     assert state['since']
     assert prober.statuses == {200}
     assert _engine_rss(api) <= before + ENGINE_SLACK
