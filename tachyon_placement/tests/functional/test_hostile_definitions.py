@@ -180,8 +180,8 @@ COLLECTION_BOMBS = {
 
 
 @pytest.mark.parametrize('case', sorted(COLLECTION_BOMBS))
-def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(api,
-                                                                    case):
+def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(
+        api, case):
     # Nothing on the empty graph of the check; past the 1 s timeout or
     # the memory bound on the graph at collection.
     query = COLLECTION_BOMBS[case]
