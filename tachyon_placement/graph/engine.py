@@ -8,6 +8,8 @@ alone and in order (FalkorDB) rely on their guarded statements instead.
 """
 import contextlib
 
+from tachyon_placement.graph import scorer_sandbox
+
 
 class GraphError(Exception):
     """The engine failed (connection, constraint, syntax)."""
@@ -69,18 +71,36 @@ class Engine:
         return contextlib.nullcontext(Section())
 
     def check_scorer_query(self, text, bounds):
-        """The columns of ``text``, an operator's read-only query, after
-        the engine planned it and ran it once within ``bounds``
-        (graph/scorer_sandbox.py Bounds: seconds, MiB, rows), where it
-        cannot hurt the serving engine; RefusedQuery when it does not
+        """The columns of ``text``, an operator's read-only query, after it
+        was planned and run once within ``bounds`` (weighing.model
+        ScorerBounds) in an empty sandbox server, never in the serving
+        engine (graph/scorer_sandbox.py); RefusedQuery when it does not
         parse, writes, calls procedures, loads files or breaks a bound."""
-        raise NotImplementedError
+        try:
+            return scorer_sandbox.check_scorer(text, bounds)
+        except scorer_sandbox.SandboxError as exc:
+            raise RefusedQuery(str(exc)) from exc
 
     def run_scorer_query(self, text, bounds, max_rows):
         """The rows of ``text`` (checked by check_scorer_query), read-only,
         within ``bounds`` and at most ``max_rows`` rows: QueryBoundBroken
         when it breaks one, GraphError when it fails otherwise."""
         raise NotImplementedError
+
+    @staticmethod
+    def sandboxed_rows(sandbox, text, bounds, max_rows):
+        """The rows of a scorer run in ``sandbox`` (a scorer_sandbox
+        Replica or Copy) as dicts, its failures as this module's."""
+        sandbox.bounds = bounds
+        try:
+            columns, rows = sandbox.query(text, max_rows)
+        except scorer_sandbox.SandboxBroken as exc:
+            raise QueryBoundBroken(str(exc)) from exc
+        except scorer_sandbox.SandboxError as exc:
+            raise GraphError('scorer query: %s' % exc) from exc
+        return [dict(zip(columns, (value.decode() if isinstance(value, bytes)
+                                   else value for value in row)))
+                for row in rows]
 
     def drop_scorer_copy(self):
         """Let go of what runs scorers (a sandbox's copy of the graph)

@@ -184,30 +184,13 @@ class FalkorDBEngine(engine.Engine):
                 with contextlib.suppress(redis.exceptions.RedisError):
                     self._release(keys=held, args=[token])
 
-    def check_scorer_query(self, text, bounds):
-        # Planned and run in an empty sandbox, never in this server
-        # (graph/scorer_sandbox.py says why).
-        try:
-            return scorer_sandbox.check_scorer(text, bounds)
-        except scorer_sandbox.SandboxError as exc:
-            raise engine.RefusedQuery(str(exc)) from exc
-
     def run_scorer_query(self, text, bounds, max_rows):
         with self._lock:
             if self._scorer_replica is None:
                 self._scorer_replica = scorer_sandbox.Replica(
                     self._connect_raw, self._graph.name, bounds)
             replica = self._scorer_replica
-        replica.bounds = bounds
-        try:
-            columns, rows = replica.query(text, max_rows)
-        except scorer_sandbox.SandboxBroken as exc:
-            raise engine.QueryBoundBroken(str(exc)) from exc
-        except scorer_sandbox.SandboxError as exc:
-            raise engine.GraphError('scorer query: %s' % exc) from exc
-        return [dict(zip(columns, (value.decode() if isinstance(value, bytes)
-                                   else value for value in row)))
-                for row in rows]
+        return self.sandboxed_rows(replica, text, bounds, max_rows)
 
     def drop_scorer_copy(self):
         with self._lock:

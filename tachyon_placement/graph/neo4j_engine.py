@@ -196,30 +196,13 @@ class Neo4jEngine(engine.Engine):
             except neo4j.exceptions.Neo4jError as exc:
                 raise engine.GraphError('commit: %s' % exc) from exc
 
-    def check_scorer_query(self, text, bounds):
-        # Scorers run on a copy in a FalkorDB sandbox (run_scorer_query):
-        # checked there too, on an empty graph.
-        try:
-            return scorer_sandbox.check_scorer(text, bounds)
-        except scorer_sandbox.SandboxError as exc:
-            raise engine.RefusedQuery(str(exc)) from exc
-
     def run_scorer_query(self, text, bounds, max_rows):
         with self._scorer_lock:
             if self._scorer_copy is None:
                 self._scorer_copy = scorer_sandbox.Copy(
                     self._export, self._version, bounds)
             copy = self._scorer_copy
-        copy.bounds = bounds
-        try:
-            columns, rows = copy.query(text, max_rows)
-        except scorer_sandbox.SandboxBroken as exc:
-            raise engine.QueryBoundBroken(str(exc)) from exc
-        except scorer_sandbox.SandboxError as exc:
-            raise engine.GraphError('scorer query: %s' % exc) from exc
-        return [dict(zip(columns, (value.decode() if isinstance(value, bytes)
-                                   else value for value in row)))
-                for row in rows]
+        return self.sandboxed_rows(copy, text, bounds, max_rows)
 
     def _version(self):
         return self.read(versioning.VERSION)[0]['version']

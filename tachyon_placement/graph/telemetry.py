@@ -20,16 +20,21 @@ from tachyon_placement.weighing import model as weighing_model
 
 METRICS = definitions.Kind('Metric', 'metric', 'metrics')
 
-STORE_VALUES = Statement('telemetry_store_values', common="""
-MERGE (stored:MetricValues {name: $name})
-SET stored.values = $values, stored.collected_at = $collected_at,
-    stored.disabled = null
+# Values moved: the Meta node's telemetry counter, which every process
+# reads beside the graph version.
+_BUMP = """
 WITH count(*) AS stored_count
 MERGE (counter:Meta {key: 'telemetry'})
 ON CREATE SET counter.version = 0
 SET counter.version = counter.version + 1
 RETURN counter.version AS version
-""")
+"""
+
+STORE_VALUES = Statement('telemetry_store_values', common="""
+MERGE (stored:MetricValues {name: $name})
+SET stored.values = $values, stored.collected_at = $collected_at,
+    stored.disabled = null
+""" + _BUMP)
 
 VALUES = Statement('telemetry_values', common="""
 MATCH (stored:MetricValues)
@@ -45,12 +50,7 @@ DISABLE = Statement('telemetry_disable', common="""
 MERGE (stored:MetricValues {name: $name})
 SET stored.values = '{}', stored.disabled = $reason,
     stored.collected_at = $at
-WITH count(*) AS stored_count
-MERGE (counter:Meta {key: 'telemetry'})
-ON CREATE SET counter.version = 0
-SET counter.version = counter.version + 1
-RETURN counter.version AS version
-""")
+""" + _BUMP)
 
 ENABLE = Statement('telemetry_enable', common="""
 MATCH (stored:MetricValues {name: $name})

@@ -189,10 +189,8 @@ def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(
     with Prober(api) as prober:
         status, body = _put(api, 'bomb', query)
         assert status == 201, body
-        deadline = time.monotonic() + 30
-        while _status(api, 'bomb')['state'] != 'disabled':
-            assert time.monotonic() < deadline, 'never disabled'
-            time.sleep(0.2)
+        _wait(lambda: _status(api, 'bomb')['state'] == 'disabled',
+              'never disabled')
     state = _status(api, 'bomb')
     print('%s disabled: %s; slowest GET %.3f s, write %.3f s' % (
         case, state, prober.slowest, prober.slowest_write))
@@ -212,15 +210,17 @@ def test_a_scorer_that_breaks_its_bounds_at_collection_is_disabled(
         'scorer': {'type': 'cypher', 'query': fixed}})
     assert status == 200, body
     assert _status(api, 'bomb') == {'state': 'enabled'}
-    deadline = time.monotonic() + 10
-    while not _sandboxes(api):   # the collector runs the fixed scorer
-        assert time.monotonic() < deadline, 'no sandbox ran the scorer'
-        time.sleep(0.2)
+    # The collector runs the fixed scorer in a sandbox.
+    _wait(lambda: _sandboxes(api), 'no sandbox ran the scorer')
     assert api.request('DELETE', '/tachyon/weighers/bomb')[0] == 204
     # No scorer left: the sandbox and its copy of the graph go.
-    deadline = time.monotonic() + 10
-    while _sandboxes(api):
-        assert time.monotonic() < deadline, 'the sandbox stayed'
+    _wait(lambda: not _sandboxes(api), 'the sandbox stayed')
+
+
+def _wait(condition, failure, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, failure
         time.sleep(0.2)
 
 
@@ -239,10 +239,8 @@ def test_rows_beyond_the_providers_are_capped_in_the_engine(api):
              'RETURN a.uuid AS uuid, 1 AS score')
     status, body = _put(api, 'many-rows', query)
     assert status == 201, body
-    deadline = time.monotonic() + 30
-    while _status(api, 'many-rows')['state'] != 'disabled':
-        assert time.monotonic() < deadline, 'never disabled'
-        time.sleep(0.2)
+    _wait(lambda: _status(api, 'many-rows')['state'] == 'disabled',
+          'never disabled')
     assert 'more than 1040 rows' in _status(api, 'many-rows')['reason']
     assert api.request('DELETE', '/tachyon/weighers/many-rows')[0] == 204
 
