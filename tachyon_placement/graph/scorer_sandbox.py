@@ -284,32 +284,29 @@ class Sandbox:
         return [line.decode() if isinstance(line, bytes) else str(line)
                 for line in plan]
 
-    def query(self, text, max_rows=None):
-        """(columns, rows) of read-only ``text`` under the bounds; at most
-        ``max_rows`` rows (default the bounds'; SandboxBroken when there
+    def _capped(self, text, returning, max_rows):
+        """(columns, rows) of ``text`` run read-only under the bounds as a
+        subquery returning ``returning`` with a LIMIT one past
+        ``max_rows``: the rows are capped in the engine, so that neither
+        the sandbox nor this process holds more (SandboxBroken when there
         are more)."""
-        max_rows = self.bounds.max_rows if max_rows is None else max_rows
-        limit = max_rows + 1
-        # The rows are capped in the engine: a subquery's LIMIT, so that
-        # neither the sandbox nor this process holds more than that.
-        wrapped = 'CALL { %s\n} RETURN uuid, score LIMIT %d' % (text, limit)
-        reply = self._call('GRAPH.RO_QUERY', self.graph, wrapped)
-        columns = _names(reply[0])
-        rows = reply[1]
-        if len(rows) > max_rows:
+        reply = self._call('GRAPH.RO_QUERY', self.graph,
+                           'CALL { %s\n} RETURN %s LIMIT %d'
+                           % (text, returning, max_rows + 1))
+        if len(reply[1]) > max_rows:
             raise SandboxBroken('it returns more than %d rows' % max_rows)
-        return columns, rows
+        return _names(reply[0]), reply[1]
+
+    def query(self, text, max_rows=None):
+        """(columns, rows) of a scorer: its uuid and score, at most
+        ``max_rows`` rows (default the bounds')."""
+        return self._capped(text, 'uuid, score', self.bounds.max_rows
+                            if max_rows is None else max_rows)
 
     def columns(self, text):
         """The columns ``text`` returns, from one run under the bounds
         (rows capped as ``query`` caps them)."""
-        reply = self._call('GRAPH.RO_QUERY', self.graph,
-                           'CALL { %s\n} RETURN * LIMIT %d'
-                           % (text, self.bounds.max_rows + 1))
-        if len(reply[1]) > self.bounds.max_rows:
-            raise SandboxBroken('it returns more than %d rows'
-                                % self.bounds.max_rows)
-        return _names(reply[0])
+        return self._capped(text, '*', self.bounds.max_rows)[0]
 
     def stop(self):
         self._watch_stop.set()
