@@ -41,6 +41,15 @@ def loadapp(conf, store=None):
     return application
 
 
+def load_feed_app(conf):
+    """The WSGI application the feed server (feed/server.py) runs its
+    requests' checks through, over a store of its own: its copy of the
+    graph follows the engine for the feed alone (the API's requests never
+    refresh it, nor it theirs), and it runs no collector or pruning."""
+    store = graph_store.open_store(conf, sync=False)
+    return loadapp(conf, store=store)
+
+
 def warm_up(store):
     """Load the in-memory copy of the provider graph, and index it for the
     candidate search, in the background: the service answers meanwhile,

@@ -93,5 +93,9 @@ class UnsupportedMediaType(ApiError):
     webob_class = webob.exc.HTTPUnsupportedMediaType
 
 
+class ServiceUnavailable(ApiError):
+    webob_class = webob.exc.HTTPServiceUnavailable
+
+
 class ServerError(ApiError):
     webob_class = webob.exc.HTTPInternalServerError

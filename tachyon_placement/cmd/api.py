@@ -2,12 +2,19 @@
 
 For development, tests and small deployments; production runs the WSGI
 callable ``tachyon_placement.wsgi.api:application`` under uwsgi, gunicorn
-or mod_wsgi.
+or mod_wsgi, and the change feed with tachyon-feed.
+
+A connection whose request is for the change feed (/tachyon/changes...)
+is handed, unread, to a feed server (feed/server.py) this process runs on
+an event loop of its own, started at the first such request: subscribers
+hold a coroutine there, never one of this server's threads.
 """
+import re
 import signal
 import socket
 import socketserver
 import sys
+import threading
 import time
 from wsgiref import simple_server
 
@@ -17,6 +24,7 @@ from oslo_log import log as logging
 from tachyon_placement.api import wsgi
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
+from tachyon_placement.feed import server as feed_server
 from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +42,29 @@ LINGER_SECONDS = 2.0
 LINGER_BYTES = 8 * 1024 * 1024
 
 
+# The start of a request line for the change feed.
+FEED_REQUEST = re.compile(rb'^[A-Z]{1,16} /tachyon/changes(/stream)?[? ]')
+# How long a new connection's thread waits for the request line's start.
+PEEK_SECONDS = 10.0
+
+
+class FeedFront:
+    """The feed server this process hands feed connections to, started
+    at the first one."""
+
+    def __init__(self, conf):
+        self._conf = conf
+        self._server = None
+        self._lock = threading.Lock()
+
+    def adopt(self, sock):
+        with self._lock:
+            if self._server is None:
+                self._server = feed_server.start_in_thread(
+                    self._conf, deploy.load_feed_app(self._conf))
+        self._server.adopt(sock)
+
+
 class ThreadingWSGIServer(socketserver.ThreadingMixIn,
                           simple_server.WSGIServer):
     daemon_threads = True
@@ -42,6 +73,17 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn,
     # dozen clients (nova-compute periodic tasks, a concurrency test)
     # connected at once.
     request_queue_size = 128
+    feed_front = None
+
+    def process_request_thread(self, request, client_address):
+        if self.feed_front is not None and _asks_for_feed(request):
+            try:
+                self.feed_front.adopt(request)
+            except Exception:  # noqa: BLE001 - the client sees it closed
+                LOG.exception('Handing a change feed connection over failed')
+                self.shutdown_request(request)
+            return
+        super().process_request_thread(request, client_address)
 
     def shutdown_request(self, request):
         """Close the way a web server should (a "lingering close"): send
@@ -63,6 +105,28 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn,
         except OSError:
             pass
         self.close_request(request)
+
+
+def _asks_for_feed(sock):
+    """Whether the request line arriving on ``sock`` is for the change
+    feed, read without taking it from the socket (MSG_PEEK)."""
+    deadline = time.monotonic() + PEEK_SECONDS
+    seen = b''
+    try:
+        sock.settimeout(PEEK_SECONDS)
+        while time.monotonic() < deadline:
+            seen = sock.recv(64, socket.MSG_PEEK)
+            if not seen or len(seen) >= 40 or b'\n' in seen:
+                break
+            time.sleep(0.005)
+    except OSError:
+        return False
+    finally:
+        try:
+            sock.settimeout(None)
+        except OSError:
+            pass
+    return FEED_REQUEST.match(seen) is not None
 
 
 class QuietHandler(simple_server.WSGIRequestHandler):
@@ -100,6 +164,7 @@ def main(argv=None):
     server = simple_server.make_server(
         conf.host, conf.port, application,
         server_class=ThreadingWSGIServer, handler_class=QuietHandler)
+    server.feed_front = FeedFront(conf)
 
     def stop(signum, frame):
         raise SystemExit(0)

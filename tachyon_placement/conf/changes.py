@@ -17,8 +17,48 @@ changes_opts = [
              'retention_versions, in every API process (0: never).'),
     cfg.IntOpt(
         'log_size', default=100000, min=1,
-        help='Changes each API process keeps in memory for subscribers; '
+        help='Changes the feed server keeps in memory for subscribers; '
              'older cursors are answered from its copy of the graph.'),
+    cfg.IntOpt(
+        'max_subscribers', default=10000, min=1,
+        help='Subscribers (streams and waiting long polls together) one '
+             'feed server holds; past it a new one gets 503 '
+             'tachyon.changes.busy with Retry-After. Each takes a file '
+             'descriptor: the server raises its own limit to the hard '
+             'one at start.'),
+    cfg.IntOpt(
+        'max_subscribers_per_client', default=100, min=1,
+        help='Subscribers one client address holds on one feed server '
+             '(behind a proxy, see trusted_proxies); past it 503.'),
+    cfg.ListOpt(
+        'trusted_proxies', default=[],
+        help='Addresses or networks of proxies whose X-Forwarded-For '
+             'names the client (its last address), for '
+             'max_subscribers_per_client. Empty: the peer address.'),
+    cfg.IntOpt(
+        'retry_after', default=5, min=1,
+        help='Seconds a refused subscriber is told to wait (Retry-After).'),
+    cfg.IntOpt(
+        'subscriber_buffer', default=256 * 1024, min=64 * 1024,
+        help='Bytes a subscriber\'s connection may hold unsent; a '
+             'subscriber past it, or whose writes do not drain within '
+             'write_timeout, is a slow reader: it is sent a last event '
+             '(reason slow_reader, the cursor to resume from) and '
+             'disconnected.'),
+    cfg.FloatOpt(
+        'write_timeout', default=10.0, min=0.1,
+        help='Seconds a write to a subscriber may take to drain.'),
+    cfg.IntOpt(
+        'max_stream_seconds', default=3600, min=1,
+        help='Seconds a Server-Sent Events stream lasts; it then ends '
+             'with a last event (reason stream_limit) and the client '
+             'reconnects with Last-Event-ID.'),
+    cfg.IntOpt(
+        'preflight_workers', default=4, min=1,
+        help='Threads of the feed server that run a new request\'s '
+             'checks (authentication, policy, the first changes) through '
+             'the API\'s own handlers, and reads of cursors older than '
+             'its log.'),
     cfg.FloatOpt(
         'stream_interval', default=1.0, min=0.05, max=10,
         help='Under a stream of writes, a Server-Sent Events stream sends '

@@ -59,7 +59,9 @@ class WritePlan:
     consumers: list
     allocations: list       # [{'consumer', 'rp', 'rc', 'used'}]
     deltas: list            # [{'rp', 'rc', 'delta'}]
-    emptied: list           # consumer uuids left with no allocation
+    # consumers left with no allocation: [{'uuid', 'providers' (those it
+    # held)}] sorted by uuid
+    emptied: list
     stamped: list           # providers whose view changes (graph version)
 
     def as_params(self):
@@ -154,7 +156,8 @@ def plan_write(requests, consumers, providers):
         if any(request.allocations.values()):
             increments[request.uuid] = 1
         elif held:
-            emptied.append(request.uuid)
+            emptied.append({'uuid': request.uuid,
+                            'providers': sorted(held)})
             increments[request.uuid] = 1
             guarded |= set(held)
         else:
@@ -177,7 +180,7 @@ def plan_write(requests, consumers, providers):
         allocations=[{'consumer': consumer, 'rp': rp, 'rc': rc, 'used': used}
                      for consumer, rp, rc, used in new_allocations],
         deltas=sorted(deltas, key=lambda d: (d['rp'], d['rc'])),
-        emptied=sorted(emptied),
+        emptied=sorted(emptied, key=lambda gone: gone['uuid']),
         stamped=sorted(guarded | {delta['rp'] for delta in deltas}))
 
 

@@ -2,20 +2,28 @@
 
 The cursor is the graph version (graph/versioning.py). Every write that
 changes a provider (tree, inventories, usage through allocations, traits,
-aggregates) bumps it once and stamps the providers it changed; a deleted
-provider leaves a tombstone with the version; a host's topology carries
+aggregates) bumps it once and stamps the providers it changed; an
+allocation write also stamps its consumers; a deleted provider or
+consumer leaves a tombstone with the version; a host's topology carries
 the version of its last publication (a deleted one a tombstone). So "what
-changed after cursor c" is every provider, tombstone and host stamped
-after c, each in its state now: a client that applies the changes in
-cursor order keeps an exact mirror (an object changed twice after c comes
-once, with the later cursor), which is what a mirror needs.
+changed after cursor c" is every provider, consumer, tombstone and host
+stamped after c, each in its state now: a client that applies the changes
+in cursor order keeps an exact mirror. An object changed several times
+after c comes once, at the cursor of its last change, in its state now
+(``coalesced``): what a mirror needs, and what the documentation says.
 
-Each API process keeps the recent changes in memory (a ChangeLog filled
-from its copy of the graph as it moves forward, see WorldCache listeners),
-so subscribers read memory, not the database. A cursor older than what
-the log holds is answered from the copy of the graph and the tombstones;
-one older than the retention floor (tombstones pruned) is gone: 410, and
+The feed server (feed/server.py) keeps the recent changes in memory (a
+ChangeLog filled from its copy of the graph as it moves forward, see
+WorldCache listeners), so subscribers read memory, not the database. A
+cursor older than what the log holds is answered from the copy of the
+graph and the tombstones; one older than the retention floor (tombstones
+pruned), or ahead of the graph (a restore, a re-import), is gone: 410, and
 the client lists everything again.
+
+Each change carries its Scope (what about the object changed, the roots,
+host names, aggregates and resource classes it touches, now or before the
+change) so that a subscriber's Filter picks its changes without looking
+at their state.
 """
 import bisect
 import collections
@@ -25,14 +33,40 @@ import orjson
 
 PROVIDER = 'resource_provider'
 HOST = 'host_topology'
+CONSUMER = 'consumer'
+
+# What a subscriber may ask for (?kind=), and the kinds of object each
+# concerns: a provider's changes are told apart by what changed.
+PROVIDER_ASPECTS = frozenset(
+    ('provider', 'inventory', 'usage', 'trait', 'aggregate'))
+CONSUMER_ASPECTS = frozenset(('consumer', 'allocation'))
+HOST_ASPECTS = frozenset(('topology',))
+KINDS = PROVIDER_ASPECTS | CONSUMER_ASPECTS | HOST_ASPECTS
+_EMPTY = frozenset()
 
 
-class Change(collections.namedtuple('Change', 'cursor kind key state')):
+class Scope(collections.namedtuple(
+        'Scope', 'aspects roots hosts aggregates classes')):
+    """What a change touches, each a frozenset: ``aspects`` (of KINDS),
+    provider tree ``roots``, ``hosts`` (names of those roots and of
+    hosts' topologies), ``aggregates`` and resource ``classes``; for a
+    change, what the object touched before it and touches after it."""
+    __slots__ = ()
+
+    def union(self, other):
+        return Scope(*(mine | theirs for mine, theirs in zip(self, other)))
+
+
+class Change(collections.namedtuple('Change', 'cursor kind key state scope')):
     """One change.  ``state``: a provider's record of the copy of the
     graph (immutable, rendered only when read, so filling the log costs
-    writes next to nothing), a host's published topology, or None for a
-    deletion."""
+    writes next to nothing), a consumer's ConsumerState, a host's
+    published topology, or None for a deletion; ``scope``: its Scope
+    (None: unknown, matches every filter)."""
     __slots__ = ()
+
+    def __new__(cls, cursor, kind, key, state, scope=None):
+        return super().__new__(cls, cursor, kind, key, state, scope)
 
     def encoded(self):
         """The change as JSON bytes, encoded once however many
@@ -84,12 +118,13 @@ class Joined:
         self._most = kept
         self._lock = threading.Lock()
 
-    def of(self, cursor, changes):
-        """The framed ``changes`` (read after ``cursor``), joined."""
+    def of(self, cursor, changes, wanted=None):
+        """The framed ``changes`` (read after ``cursor`` through the
+        Filter ``wanted``), joined."""
         if not changes:
             return b''
         first, last = changes[0], changes[-1]
-        key = (cursor, last.cursor, len(changes))
+        key = (cursor, last.cursor, len(changes), wanted)
         with self._lock:
             found = self._kept.get(key)
         # The same read gives the same Change objects (the log's); an
@@ -112,8 +147,18 @@ class CursorGone(Exception):
         self.floor = floor
 
 
+class CursorAhead(CursorGone):
+    """The cursor is ahead of the graph (the graph was restored or
+    imported again since the client read it)."""
+
+    def __init__(self, floor, head):
+        super().__init__(floor)
+        self.head = head
+
+
 def render(change):
-    """The JSON document of a Change."""
+    """The JSON document of a Change (the event schema, version 1:
+    api-ref/source/changes.inc)."""
     document = {'cursor': change.cursor, 'type': change.kind,
                 'deleted': change.state is None}
     if change.kind == PROVIDER:
@@ -121,10 +166,150 @@ def render(change):
         document['resource_provider'] = (
             change.state.as_document() if change.state is not None
             else None)
+    elif change.kind == CONSUMER:
+        document['uuid'] = change.key
+        document['consumer'] = (
+            consumer_document(change.state) if change.state is not None
+            else None)
     else:
         document['host'] = change.key
         document['topology'] = change.state
     return document
+
+
+def consumer_document(state):
+    """A consumer as the feed shows it: GET /allocations/{consumer}'s
+    shape (1.38) with the consumer's uuid."""
+    return {
+        'uuid': state.uuid,
+        'consumer_generation': state.generation,
+        'project_id': state.project_id,
+        'user_id': state.user_id,
+        'consumer_type': state.consumer_type,
+        'allocations': {
+            rp: {'resources': dict(sorted(resources.items()))}
+            for rp, resources in sorted(state.allocations.items())},
+    }
+
+
+def coalesced(changes):
+    """``changes`` (in cursor order) with one entry per object: its last
+    change (cursor and state), whose scope is the union of its changes'
+    (a host filter sees a consumer leave the host), in cursor order."""
+    latest = {}
+    for change in changes:
+        identity = (change.kind, change.key)
+        before = latest.get(identity)
+        if before is not None and before.scope is not None and (
+                change.scope is not None):
+            change = change._replace(scope=before.scope.union(change.scope))
+        elif before is not None:
+            change = change._replace(scope=None)
+        latest[identity] = change
+    if len(latest) == len(changes):
+        return changes
+    return sorted(latest.values(), key=lambda change: change.cursor)
+
+
+class Filter(collections.namedtuple(
+        'Filter', 'kinds roots hosts aggregates classes')):
+    """A subscriber's filter: each field a frozenset of what it accepts,
+    or None for anything; a change passes when it touches one of each
+    given field (kinds: aspects)."""
+    __slots__ = ()
+
+    def matches(self, change):
+        scope = change.scope
+        if scope is None:
+            return True
+        for wanted, touched in zip(self, scope):
+            if wanted is not None and wanted.isdisjoint(touched):
+                return False
+        return True
+
+    @property
+    def everything(self):
+        return all(field is None for field in self)
+
+
+EVERYTHING = Filter(None, None, None, None, None)
+
+
+def provider_scope(record, old, records, roots_named):
+    """The Scope of a provider's change from ``old`` (None: new) to
+    ``record`` (None: deleted); ``records`` the copy of the graph's {uuid:
+    record}, ``roots_named`` {root uuid: topology host name}."""
+    if record is None and old is None:
+        return None     # forgotten with the provider: passes every filter
+    if record is None or old is None:
+        aspects = PROVIDER_ASPECTS
+    else:
+        aspects = set()
+        was, now = old.provider, record.provider
+        if (was.name, was.parent_uuid, was.root_uuid) != (
+                now.name, now.parent_uuid, now.root_uuid):
+            aspects.add('provider')
+        if old.traits != record.traits:
+            aspects.add('trait')
+        if old.aggregates != record.aggregates:
+            aspects.add('aggregate')
+        before, after = old.inventories, record.inventories
+        if before.keys() != after.keys() or any(
+                _inventory_fields(before[rc]) != _inventory_fields(
+                    after[rc]) for rc in after):
+            aspects.add('inventory')
+        if any(before.get(rc) is None or before[rc].used != inv.used
+               for rc, inv in after.items()):
+            aspects.add('usage')
+        aspects = frozenset(aspects or ('provider',))
+    roots, aggregates, classes, hosts = set(), set(), set(), set()
+    for state in (old, record):
+        if state is not None:
+            roots.add(state.root_uuid)
+            aggregates.update(state.aggregates)
+            classes.update(state.inventories)
+            if state.parent_uuid is None:
+                hosts.add(state.provider.name)
+    hosts.update(_host_names(roots, records, roots_named))
+    return Scope(aspects, frozenset(roots), frozenset(hosts),
+                 frozenset(aggregates), frozenset(classes))
+
+
+def _inventory_fields(inventory):
+    return (inventory.total, inventory.reserved, inventory.min_unit,
+            inventory.max_unit, inventory.step_size,
+            inventory.allocation_ratio)
+
+
+def _host_names(roots, records, roots_named):
+    for root in roots:
+        record = records.get(root)
+        if record is not None:
+            yield record.provider.name
+        if root in roots_named:
+            yield roots_named[root]
+
+
+def consumer_scope(providers, classes, records, roots_named):
+    """The Scope of a consumer's change that touches ``providers`` (held
+    before or now) and resource ``classes``; ``records`` the copy of the
+    graph's {uuid: record}."""
+    roots, aggregates = set(), set()
+    for uuid in providers:
+        record = records.get(uuid)
+        if record is not None:
+            roots.add(record.root_uuid)
+            aggregates.update(record.aggregates)
+    hosts = set(_host_names(roots, records, roots_named))
+    return Scope(CONSUMER_ASPECTS, frozenset(roots), frozenset(hosts),
+                 frozenset(aggregates), frozenset(classes))
+
+
+def host_scope(name, root):
+    """The Scope of a host topology's change (``root``: the provider tree
+    it is linked to, or None)."""
+    roots = frozenset((root,)) if root else _EMPTY
+    return Scope(HOST_ASPECTS, roots, frozenset((name,)), _EMPTY, _EMPTY)
 
 
 class ChangeLog:
@@ -144,6 +329,14 @@ class ChangeLog:
         self.start = None
         self.head = 0
         self.changed = threading.Condition()
+        # Called with the head after each move, outside the lock (the feed
+        # server wakes its subscribers on its event loop).
+        self.watchers = []
+
+    def _tell(self):
+        head = self.head
+        for watcher in list(self.watchers):
+            watcher(head)
 
     def reset(self, version):
         """A copy of the graph made anew (no diff known): complete only
@@ -152,6 +345,7 @@ class ChangeLog:
             self._changes, self._cursors = [], []
             self.start = self.head = version
             self.changed.notify_all()
+        self._tell()
 
     def extend(self, from_version, to_version, changes):
         """The changes between two copies of the graph, those with cursors
@@ -181,19 +375,32 @@ class ChangeLog:
                 del self._changes[:excess]
                 del self._cursors[:excess]
             self.changed.notify_all()
+        self._tell()
 
     def covers(self, cursor):
         return self.start is not None and cursor >= self.start
 
-    def after(self, cursor, limit=None):
+    def after(self, cursor, limit=None, wanted=None):
         """(changes after ``cursor``, the cursor to resume from), when the
-        log covers ``cursor``; None otherwise.  ``limit`` cuts between
-        cursors, never inside one write's changes."""
+        log covers ``cursor``; None otherwise: see select()."""
         with self.changed:
             if not self.covers(cursor):
                 return None
             first = bisect.bisect_right(self._cursors, cursor)
-            return cut(self._changes[first:], limit, self.head)
+            found, head = self._changes[first:], self.head
+        return select(found, limit, head, wanted)
+
+
+def select(changes, limit, head, wanted=None):
+    """(what a subscriber is sent of ``changes`` (in cursor order), the
+    cursor to resume from): one entry per object (coalesced), those that
+    pass ``wanted`` (a Filter; None: all), at most ``limit`` (more only to
+    finish the last write's), resuming at the last cursor given, or at
+    ``head`` when everything was given."""
+    found = coalesced(changes)
+    if wanted is not None and not wanted.everything:
+        found = [change for change in found if wanted.matches(change)]
+    return cut(found, limit, head)
 
 
 def cut(changes, limit, head):
@@ -209,18 +416,25 @@ def cut(changes, limit, head):
     return changes[:end], last
 
 
-def from_world(world, cursor, tombstones, hosts, gone_hosts):
+def from_world(world, cursor, tombstones, hosts, gone_hosts,
+               consumers=None):
     """Every change after ``cursor`` from a copy of the graph (records
     carry their stamps) and what the engine keeps of deletions:
     ``tombstones`` [(uuid, stamp)], ``hosts`` [(name, stamp, state)],
-    ``gone_hosts`` [(name, stamp)], all after ``cursor``."""
+    ``gone_hosts`` [(name, stamp)], all after ``cursor``; ``consumers``
+    {uuid: (stamp, ConsumerState or None, providers)} up to
+    ``world.complete``."""
     # Nothing stamped after the version up to which the copy is whole (see
     # ChangeLog.extend): the answer resumes there and the rest comes after.
     last = world.complete
-    changes = [Change(record.stamp, PROVIDER, uuid, record)
+    named = topology_hosts(world)
+    changes = [Change(record.stamp, PROVIDER, uuid, record,
+                      provider_scope(record, None, world.records, named))
                for uuid, record in world.records.items()
                if cursor < record.stamp <= last]
     alive = set(world.records)
+    # What a deleted provider touched is forgotten with it: its deletion
+    # passes every filter (a mirror drops a uuid it does not hold).
     changes.extend(Change(stamp, PROVIDER, uuid, None)
                    for uuid, stamp in tombstones
                    if uuid not in alive and stamp <= last)
@@ -230,8 +444,36 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts):
     for name, stamp in gone_hosts:
         if stamp > latest.get(name, (-1, None))[0]:
             latest[name] = (stamp, None)
-    changes.extend(Change(stamp, HOST, name, state)
+    changes.extend(Change(stamp, HOST, name, state,
+                          host_scope(name, world.layout_roots.get(name)))
                    for name, (stamp, state) in latest.items()
                    if stamp <= last)
+    changes.extend(consumer_changes(consumers or {}, world.records, named))
     changes.sort(key=lambda change: change.cursor)
     return changes
+
+
+def consumer_changes(consumers, records, named, seen=None):
+    """Changes of ``consumers`` {uuid: (stamp, ConsumerState or None,
+    providers)}; ``seen`` {uuid: providers held when last seen}, which a
+    consumer's scope includes (and which is brought up to date)."""
+    found = []
+    for uuid, (stamp, state, providers) in consumers.items():
+        touched = set(providers)
+        classes = set()
+        if state is not None:
+            for resources in state.allocations.values():
+                classes.update(resources)
+        if seen is not None:
+            touched.update(seen.pop(uuid, ()))
+            if state is not None:
+                seen[uuid] = tuple(providers)
+        found.append(Change(stamp, CONSUMER, uuid, state, consumer_scope(
+            touched, classes, records, named)))
+    return found
+
+
+def topology_hosts(world):
+    """{root uuid: the name of the host topology linked to it} of a copy
+    of the graph."""
+    return {root: name for name, root in world.layout_roots.items()}

@@ -1,14 +1,16 @@
-"""The change feed of one API process: its ChangeLog, filled as the
-process's copy of the graph moves forward, and a watcher thread that moves
-it forward while someone waits for changes.
+"""The change feed of one process: what changed after a cursor, and in
+the feed server (feed/server.py) a ChangeLog filled as the process's copy
+of the graph moves forward, with a watcher thread that moves it forward
+while someone waits for changes.
 
-Waiting requests (long polls, Server-Sent Events streams) never query the
-database: one watcher per process reads the graph version every
-``poll_interval`` while long polls wait (one indexed read, whatever the
-number of subscribers), or once per stream interval, just before the
-streams read, while only streams follow; the copy of the graph refreshes
-as it does for any request, and the diff lands in the log; writes and
-candidate requests do not know subscribers exist.
+In an API process (``keeps_log`` False) a read of the feed never waits
+and is answered from the process's copy of the graph and the engine's
+tombstones: nothing of the feed runs on the path of Placement's requests.
+In the feed server waiting subscribers never query the database: one
+watcher per process reads the graph version every ``poll_interval`` while
+long polls wait (one indexed read, whatever the number of subscribers), or
+once per stream interval, just before the streams read, while only streams
+follow; the diff lands in the log, with the consumers written since.
 """
 import collections
 import contextlib
@@ -19,55 +21,72 @@ from tachyon_placement.feed import changes as feed_changes
 
 
 class Feed:
-    def __init__(self, store, capacity=100000, poll_interval=0.1,
-                 linger=0.2):
+    def __init__(self, store, capacity=100000, poll_interval=0.1):
         self.store = store
         self.log = feed_changes.ChangeLog(capacity)
         self.poll_interval = poll_interval
-        # A woken waiter lingers this long for more changes before it
-        # answers: under a stream of writes every subscriber then answers
-        # a few times a second, not once per write.
-        self.linger = linger
+        # Filled only in the feed server (see the module's docstring).
+        self.keeps_log = False
         self._pollers = 0       # long polls waiting for changes
         self._paces = collections.Counter()    # streams following, by pace
         self._hurry = threading.Event()     # a long poll came: poll now
         self._lock = threading.Lock()
-        # What subscribers are sent, joined once per read for all of them:
-        # JSON for long polls, Server-Sent Events for streams.
+        # What subscribers are sent, joined once per read for all of them
+        # at one cursor with one filter: JSON for long polls, Server-Sent
+        # Events for streams.
         self.json = feed_changes.Joined(feed_changes.Change.encoded, b',')
         self.events = feed_changes.Joined(feed_changes.Change.event)
         self._watcher = None
-        # The log is kept from the first read of the feed in this process
-        # on: a process nobody asked for changes (most API workers) would
-        # otherwise hold the records of the last ``capacity`` changes
-        # alive for nothing (a tenth of a worker's memory at 10,000 hosts,
-        # and its live records scattered among them).  Before that, and
-        # for cursors older than the log, changes are read from the copy
-        # of the graph (changes()).
-        self._filling = False
+        # {consumer uuid: providers it held when last seen}: a consumer's
+        # change reaches the filters of the hosts it left.
+        self._seen = {}
         store.worlds.listeners.append(self._observe)
 
     # -- filled by WorldCache ---------------------------------------------
 
-    def _observe(self, since, world, changed, deleted, hosts):
+    def _observe(self, since, world, changed, deleted, hosts, previous):
         """A WorldCache listener: ``world`` is the copy now, whole up to
-        ``world.complete``; the previous one was whole up to ``since``
-        (None: no previous); ``changed`` records and ``deleted`` [(uuid,
-        stamp)] read after ``since`` (None: a copy made anew), ``hosts``
-        [(name, stamp, state or None)] published or deleted since."""
-        if not self._filling:
+        ``world.complete``; the previous one (``previous``) was whole up to
+        ``since`` (None: no previous); ``changed`` records and ``deleted``
+        [(uuid, stamp)] read after ``since`` (None: a copy made anew),
+        ``hosts`` [(name, stamp, state or None)] published or deleted
+        since."""
+        if not self.keeps_log:
             return
-        if changed is None or since is None:
+        if changed is None or since is None or previous is None:
             self.log.reset(world.complete)
             return
-        found = [feed_changes.Change(record.stamp, feed_changes.PROVIDER,
-                                     record.uuid, record)
-                 for record in changed.values()]
-        found.extend(feed_changes.Change(stamp, feed_changes.PROVIDER, uuid,
-                                         None) for uuid, stamp in deleted)
-        found.extend(feed_changes.Change(stamp, feed_changes.HOST, name,
-                                         state)
-                     for name, stamp, state in hosts)
+        try:
+            consumers = self.store.feed_consumers(since, world.complete)
+        except Exception:   # noqa: BLE001 - complete from here on only
+            self.log.reset(world.complete)
+            return
+        named = feed_changes.topology_hosts(world)
+        held = previous.records
+        found = []
+        for record in changed.values():
+            old = held.get(record.uuid)
+            # The held record read again (the newest write of a copy that
+            # was not known whole): what it changed is not known.
+            found.append(feed_changes.Change(
+                record.stamp, feed_changes.PROVIDER, record.uuid, record,
+                feed_changes.provider_scope(
+                    record, None if old is record else old, world.records,
+                    named)))
+        for uuid, stamp in deleted:
+            found.append(feed_changes.Change(
+                stamp, feed_changes.PROVIDER, uuid, None,
+                feed_changes.provider_scope(None, held.get(uuid),
+                                            world.records, named)))
+        found.extend(feed_changes.Change(
+            stamp, feed_changes.HOST, name, state, feed_changes.host_scope(
+                name, world.layout_roots.get(name)
+                or previous.layout_roots.get(name)))
+            for name, stamp, state in hosts)
+        if len(self._seen) > SEEN_KEPT:
+            self._seen.clear()
+        found.extend(feed_changes.consumer_changes(
+            consumers, world.records, named, self._seen))
         self.log.extend(since, world.complete, found)
 
     # -- read by requests -----------------------------------------------
@@ -77,51 +96,43 @@ class Feed:
         pruned)."""
         return self.store.feed_floor()
 
-    def changes(self, cursor, limit=None, fresh=True):
-        """(changes after ``cursor``, resume cursor); CursorGone when the
-        cursor is older than the retention floor.  ``fresh``: bring this
-        process's copy of the graph (and so the log) up to date first
-        (one version read); a woken waiter need not, the watcher did."""
-        # From now on the log follows the copies of the graph (complete
-        # from the first copy made after this, see ChangeLog.extend).
-        self._filling = True
+    def head(self):
+        """The cursor now: where a new subscriber starts."""
+        return self.store.worlds.current(whole=True).complete
+
+    def changes(self, cursor, limit=None, wanted=None, fresh=True):
+        """(changes after ``cursor`` that pass ``wanted`` (a Filter), the
+        resume cursor); CursorGone when the cursor is older than the
+        retention floor, CursorAhead when it is ahead of the graph.
+        ``fresh``: bring this process's copy of the graph (and so the log)
+        up to date first (one version read) and check the cursor against
+        it; a woken waiter need not, the watcher did."""
         world = self.store.worlds.current(whole=True) if fresh else None
-        found = self.log.after(cursor, limit)
-        if found is not None:
-            return found
+        if world is not None and cursor > world.version:
+            raise feed_changes.CursorAhead(0, world.version)
+        if self.keeps_log:
+            found = self.log.after(cursor, limit, wanted)
+            if found is not None:
+                return found
         floor = self.floor()
         if cursor < floor:
             raise feed_changes.CursorGone(floor)
-        # Older than this process's log: from its copy of the graph.
+        # Older than this process's log (or no log): from its copy of the
+        # graph and what the engine keeps of deletions and consumers.
         world = world or self.store.worlds.current(whole=True)
         tombstones, hosts, gone_hosts = self.store.feed_since(cursor)
+        consumers = self.store.feed_consumers(cursor, world.complete)
         everything = feed_changes.from_world(world, cursor, tombstones,
-                                             hosts, gone_hosts)
-        return feed_changes.cut(everything, limit, world.complete)
+                                             hosts, gone_hosts, consumers)
+        return feed_changes.select(everything, limit, world.complete, wanted)
 
-    def wait(self, cursor, timeout, limit=None):
-        """changes(), waiting up to ``timeout`` seconds for some."""
-        deadline = time.monotonic() + timeout
-        # While the watcher runs, the copy of the graph is at most one poll
-        # interval old: subscribers then cost the database nothing.
-        found = self.changes(cursor, limit, fresh=not self._watching())
-        if found[0] or timeout <= 0:
-            return found
+    @contextlib.contextmanager
+    def polling(self):
+        """Keeps the watcher polling every poll_interval for the duration
+        (a long poll waiting)."""
         self._enter(None)
         try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return found
-                with self.log.changed:
-                    if self.log.head <= cursor:
-                        self.log.changed.wait(remaining)
-                if self.log.head > cursor and self.linger:
-                    time.sleep(min(self.linger, max(
-                        0.0, deadline - time.monotonic())))
-                found = self.changes(cursor, limit, fresh=False)
-                if found[0]:
-                    return found
+            yield
         finally:
             self._leave(None)
 
@@ -190,6 +201,10 @@ class Feed:
                 pause = seconds_to_mark(pace, lead=pace * MARK_LEAD)
             self._hurry.wait(pause)
 
+
+# Consumers whose providers the feed remembers (a consumer's change reaches
+# the filters of the hosts it left); forgotten all at once past this.
+SEEN_KEPT = 1000000
 
 # How long before the streams' marks the watcher refreshes, as a share of
 # the interval between marks.

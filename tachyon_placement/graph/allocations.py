@@ -104,7 +104,9 @@ size(fresh_providers) = size($provider_guards)
 """
 
 # Replace the consumers' allocations, move usage by the planned deltas,
-# bump generations, drop consumers left with nothing.
+# bump generations, drop consumers left with nothing; stamp the consumers
+# with the new graph version and leave a tombstone (with the providers it
+# held) for each dropped one: the change feed's consumers.
 BODY = """
 CALL {{
   UNWIND $consumer_guards AS guard
@@ -141,11 +143,24 @@ CALL {{
   SET rp.generation = rp.generation + 1, rp.updated_at = timestamp()
 }}
 CALL {{
-  UNWIND $emptied AS gone_uuid
-  MATCH (gone:Consumer {{uuid: gone_uuid}})
+  UNWIND $emptied AS emptied
+  MATCH (gone:Consumer {{uuid: emptied.uuid}})
   DETACH DELETE gone
 }}
-""" + versioning.BUMP_FORMAT + versioning.STAMP_LISTED_FORMAT
+""" + versioning.BUMP_FORMAT + versioning.STAMP_LISTED_FORMAT + """
+CALL {{
+  WITH stamp
+  UNWIND $consumers AS wanted
+  MATCH (c:Consumer {{uuid: wanted.uuid}})
+  SET c.stamp = stamp
+}}
+CALL {{
+  WITH stamp
+  UNWIND $emptied AS emptied
+  MERGE (gone:ConsumerTombstone {{uuid: emptied.uuid}})
+  SET gone.stamp = stamp, gone.providers = emptied.providers
+}}
+"""
 
 _WRITE = (GUARDS + """
 WITH fresh_providers, fresh_consumers
@@ -252,6 +267,8 @@ CALL {{
   MATCH (stamped:ResourceProvider {{uuid: back.rp}})
   SET stamped.stamp = stamp
 }}
+MERGE (gone:ConsumerTombstone {{uuid: $uuid}})
+SET gone.stamp = stamp, gone.providers = [back IN taken | back.rp]
 RETURN size(taken) AS removed
 """
 

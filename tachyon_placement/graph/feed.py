@@ -1,6 +1,7 @@
 """What the change feed (tachyon_placement/feed) reads of the engine:
-deletions after a cursor (provider and host tombstones), hosts' topologies
-published after it, and the retention floor.
+deletions after a cursor (provider, consumer and host tombstones), hosts'
+topologies published after it, consumers stamped after it with their
+allocations, and the retention floor.
 
 Tombstones are the feed's only history (live objects carry the version of
 their last change), so retention is theirs: ``prune_feed`` deletes those
@@ -9,6 +10,7 @@ node; a cursor below it gets 410.
 """
 import json
 
+from tachyon_placement.domain import allocations as domain
 from tachyon_placement.graph.cypher import Statement
 
 FLOOR = Statement('feed_floor', common="""
@@ -33,6 +35,23 @@ MATCH (gone:HostTombstone) WHERE gone.stamp > $since
 RETURN gone.name AS name, gone.stamp AS stamp
 """)
 
+# Consumers written in (since, upto]: their state now, with their
+# allocations and the roots of the providers that hold them.
+CONSUMERS = Statement('feed_consumers', common="""
+MATCH (c:Consumer) WHERE c.stamp > $since AND c.stamp <= $upto
+OPTIONAL MATCH (c)-[a:CONSUMES]->(rp:ResourceProvider)
+RETURN c.uuid AS uuid, c.stamp AS stamp, c.generation AS generation,
+       c.project_id AS project_id, c.user_id AS user_id,
+       c.consumer_type AS consumer_type,
+       collect({rp: rp.uuid, rc: a.resource_class, used: a.used}) AS held
+""")
+
+GONE_CONSUMERS = Statement('feed_gone_consumers', common="""
+MATCH (gone:ConsumerTombstone) WHERE gone.stamp > $since
+  AND gone.stamp <= $upto
+RETURN gone.uuid AS uuid, gone.stamp AS stamp, gone.providers AS providers
+""")
+
 PRUNE = Statement('feed_prune', common="""
 MATCH (graph_version:Meta {key: 'graph'})
 WITH graph_version, graph_version.version - $keep AS floor
@@ -51,7 +70,13 @@ CALL {
   DELETE gone
   RETURN count(*) AS hosts_pruned
 }
-RETURN floor, providers_pruned, hosts_pruned
+CALL {
+  WITH floor
+  MATCH (gone:ConsumerTombstone) WHERE gone.stamp <= floor
+  DELETE gone
+  RETURN count(*) AS consumers_pruned
+}
+RETURN floor, providers_pruned, hosts_pruned, consumers_pruned
 """)
 
 
@@ -77,6 +102,30 @@ class FeedStore:
         gone = [(row['name'], row['stamp'])
                 for row in self.engine.read(GONE_HOSTS, since=since)]
         return tombstones, hosts, gone
+
+    def feed_consumers(self, since, upto):
+        """The consumers written in (``since``, ``upto``], latest first
+        wins: {uuid: (stamp, ConsumerState or None when deleted, [provider
+        uuids it held when deleted, or holds])}."""
+        found = {}
+        for row in self.engine.read(GONE_CONSUMERS, since=since, upto=upto):
+            found[row['uuid']] = (row['stamp'], None,
+                                  list(row['providers'] or ()))
+        for row in self.engine.read(CONSUMERS, since=since, upto=upto):
+            known = found.get(row['uuid'])
+            if known is not None and known[0] > row['stamp']:
+                continue
+            allocations = {}
+            for held in row['held']:
+                if held.get('rp') is not None:
+                    allocations.setdefault(held['rp'], {})[held['rc']] = (
+                        held['used'])
+            state = domain.ConsumerState(
+                uuid=row['uuid'], generation=row['generation'],
+                project_id=row['project_id'], user_id=row['user_id'],
+                consumer_type=row['consumer_type'], allocations=allocations)
+            found[row['uuid']] = (row['stamp'], state, sorted(allocations))
+        return found
 
     def prune_feed(self, keep):
         """Forget deletions older than the last ``keep`` versions; the

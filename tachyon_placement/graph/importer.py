@@ -118,7 +118,8 @@ RETURN count(a) AS written
 """)
 
 # The creation counter goes on from the last provider; every provider is
-# stamped with the new version, which asks processes for a full reload.
+# stamped with the new version, which asks processes for a full reload
+# (and every consumer, for the change feed).
 FINISH = Statement('import_finish', common="""
 MERGE (counter:Meta {key: 'provider_seq'})
 SET counter.value = CASE WHEN coalesce(counter.value, 0) > $last_seq
@@ -131,6 +132,13 @@ SET graph_version.full_reload = graph_version.version
 WITH graph_version.version AS stamp
 MATCH (marker:Meta {key: 'import'})
 SET marker.finished = true, marker.finished_at = timestamp()
+WITH stamp
+CALL {
+  WITH stamp
+  MATCH (c:Consumer)
+  SET c.stamp = stamp
+  RETURN count(c) AS consumers
+}
 WITH stamp
 OPTIONAL MATCH (rp:ResourceProvider)
 SET rp.stamp = stamp, rp.labels_stamp = stamp

@@ -36,6 +36,10 @@ KEYS = (
     ('Host', 'stamp', False),
     ('PciAffinityRule', 'name', True),
     ('HostTombstone', 'stamp', False),
+    # The change feed's consumers (graph/feed.py).
+    ('Consumer', 'stamp', False),
+    ('ConsumerTombstone', 'uuid', False),
+    ('ConsumerTombstone', 'stamp', False),
 )
 
 NAME_KEY_OPEN = '<'

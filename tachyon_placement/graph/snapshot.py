@@ -1056,7 +1056,7 @@ class WorldCache:
         hosts = self._see_stamps(world, previous, stamps)
         self._world = world
         for listener in self.listeners:
-            listener(since, world, changed, gone, hosts)
+            listener(since, world, changed, gone, hosts, previous)
         return world
 
     def _settle_due(self, world, whole):

@@ -78,7 +78,7 @@ def test_emptying_guards_held_providers():
     rp = provider('rp', 2, VCPU=dict(total=4, used=1))
     held = domain.ConsumerState('c', 1, 'p', 'u', None, {'rp': {'VCPU': 1}})
     result = plan([request('c', {})], [rp], {'c': held})
-    assert result.emptied == ['c']
+    assert result.emptied == [{'uuid': 'c', 'providers': ['rp']}]
     assert result.provider_guards == [{'uuid': 'rp', 'generation': 2}]
     assert result.deltas == [{'rp': 'rp', 'rc': 'VCPU', 'delta': -1}]
 

@@ -1,6 +1,7 @@
 """The change feed's log: complete from its start, cut between writes."""
 import threading
 import time
+import types
 
 from tachyon_placement.feed import changes
 
@@ -128,7 +129,7 @@ def test_a_stream_keeps_one_watcher_reading_for_every_reader():
         watched = store.reads
         assert watched >= 5            # the watcher polls
         for _ in range(20):            # the streams read the log only
-            assert feed.wait(0, 0) == ([], 0)
+            assert feed.log.after(0) == ([], 0)
         assert store.reads - watched < 10
     time.sleep(0.1)
     stopped = store.reads
@@ -152,7 +153,7 @@ def test_streams_alone_have_the_watcher_refresh_once_per_mark():
             self.reads.append(time.monotonic())
 
     store = Store()
-    feed = service.Feed(store, poll_interval=0.01, linger=0)
+    feed = service.Feed(store, poll_interval=0.01)
     feed.log.reset(0)
     pace = 0.5
     with feed.following(pace):
@@ -166,7 +167,8 @@ def test_streams_alone_have_the_watcher_refresh_once_per_mark():
             late = moment % pace - pace * (1 - service.MARK_LEAD)
             assert -0.01 < late < 0.1, late
         start = time.monotonic()
-        assert feed.wait(0, 0.3) == ([], 0)
+        with feed.polling():
+            time.sleep(0.3)
         # The long poll woke the watcher: it polled at once and then
         # every poll_interval while the poll waited.
         during = [moment for moment in store.reads if moment >= start]
@@ -192,36 +194,184 @@ def test_seconds_to_mark_points_at_the_shared_marks(monkeypatch):
     assert abs(service.seconds_to_mark(0.5) - 0.5) < 1e-9
 
 
-def test_a_process_keeps_no_log_until_the_feed_is_read():
-    """API workers nobody asks for changes hold no log (the records of
-    the last changes, alive for nothing); the first read starts it."""
+class FakeStore:
+    def __init__(self, consumers=None):
+        self.worlds = self
+        self.listeners = []
+        self.consumers = consumers or {}
+
+    def current(self, whole=False):
+        return None
+
+    def feed_consumers(self, since, upto):
+        return {uuid: found for uuid, found in self.consumers.items()
+                if since < found[0] <= upto}
+
+
+class FakeWorld:
+    def __init__(self, version, records=()):
+        self.version = self.complete = version
+        self.records = {record.uuid: record for record in records}
+        self.layout_roots = {}
+
+
+def record(uuid, stamp, name=None, root=None, traits=(), aggregates=(),
+           **inventories):
+    provider = types.SimpleNamespace(uuid=uuid, name=name or uuid,
+                                     parent_uuid=None if root is None
+                                     else root, root_uuid=root or uuid)
+    return types.SimpleNamespace(
+        uuid=uuid, stamp=stamp, provider=provider,
+        root_uuid=provider.root_uuid, parent_uuid=provider.parent_uuid,
+        traits=frozenset(traits), aggregates=frozenset(aggregates),
+        inventories={rc: inventory(**fields)
+                     for rc, fields in inventories.items()})
+
+
+def inventory(total=8, used=0):
+    return types.SimpleNamespace(total=total, reserved=0, min_unit=1,
+                                 max_unit=total, step_size=1,
+                                 allocation_ratio=1.0, used=used)
+
+
+def test_api_processes_keep_no_log_the_feed_server_does():
+    """An API worker's feed reads never wait and are answered from its
+    copy of the graph: it keeps no log (the records of the last changes,
+    alive for nothing); the feed server's Feed does."""
     from tachyon_placement.feed import service
 
-    class Store:
-        def __init__(self):
-            self.worlds = self
-            self.listeners = []
-
-        def current(self, whole=False):
-            return None
-
-    class World:
-        def __init__(self, version):
-            self.version = self.complete = version
-
-    class Record:
-        def __init__(self, uuid, stamp):
-            self.uuid, self.stamp = uuid, stamp
-
-    store = Store()
+    store = FakeStore()
     feed = service.Feed(store)
     observe = store.listeners[0]
-    observe(1, World(2), {'a': Record('a', 2)}, [], [])
+    before = FakeWorld(1)
+    observe(1, FakeWorld(2), {'a': record('a', 2)}, [], [], before)
     assert feed.log.start is None and feed.log.after(1) is None
-    feed._filling = True        # what the first changes() call sets
-    observe(2, World(3), {'b': Record('b', 3)}, [], [])
+    feed.keeps_log = True       # what the feed server sets
+    observe(2, FakeWorld(3), {'b': record('b', 3)}, [], [], before)
+    # The first diff it sees starts the log.
+    observe(3, FakeWorld(4), {'c': record('c', 4)}, [], [], FakeWorld(3))
     found, cursor = feed.log.after(2)
-    assert [change.key for change in found] == ['b'] and cursor == 3
+    assert [change.key for change in found] == ['b', 'c'] and cursor == 4
     # Older cursors are not the log's to answer (the copy of the graph
     # answers them).
     assert feed.log.after(1) is None
+
+
+def test_an_object_changed_three_times_comes_once_as_it_is_now():
+    """The issue's finding 4: a provider changed three times came twice,
+    the first time with its old state."""
+    log = changes.ChangeLog()
+    log.reset(0)
+    log.extend(0, 1, [C(1, 'a', 'first')])
+    log.extend(1, 3, [C(2, 'b', 'other'), C(3, 'a', 'third')])
+    log.extend(3, 4, [C(4, 'a', 'now')])
+    found, cursor = log.after(0)
+    assert [(change.key, change.state, change.cursor)
+            for change in found] == [('b', 'other', 2), ('a', 'now', 4)]
+    assert cursor == 4
+    # Cut by a limit: what is given is given once, in its state now.
+    found, cursor = log.after(0, limit=1)
+    assert [(change.key, change.state) for change in found] == [
+        ('b', 'other')]
+    assert cursor == 2
+    found, cursor = log.after(cursor)
+    assert [(change.key, change.state) for change in found] == [
+        ('a', 'now')]
+
+
+def _observed(feed, store, before, after, changed, deleted=()):
+    observe = store.listeners[0]
+    observe(before.complete, after, changed, list(deleted), [], before)
+    return feed.log.after(before.complete)[0]
+
+
+def test_provider_changes_say_what_changed_and_where():
+    from tachyon_placement.feed import service
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    host = record('h', 1, name='cn1', VCPU={'total': 8})
+    child = record('n', 1, root='h', aggregates=['agg'],
+                   MEMORY_MB={'total': 64})
+    before = FakeWorld(1, [host, child])
+    store.listeners[0](None, before, None, [], [], None)
+    used = record('h', 2, name='cn1', VCPU={'total': 8, 'used': 2})
+    traited = record('n', 2, root='h', aggregates=['agg'], traits=['T'],
+                     MEMORY_MB={'total': 64})
+    after = FakeWorld(2, [used, traited])
+    found = _observed(feed, store, before, after,
+                      {'h': used, 'n': traited})
+    scopes = {change.key: change.scope for change in found}
+    assert scopes['h'].aspects == {'usage'}
+    assert scopes['n'].aspects == {'trait'}
+    assert scopes['n'].roots == {'h'} and scopes['n'].hosts == {'cn1'}
+    assert scopes['n'].aggregates == {'agg'}
+    assert scopes['n'].classes == {'MEMORY_MB'}
+
+    def passing(**fields):
+        wanted = changes.Filter(**{
+            name: frozenset(fields[name]) if name in fields else None
+            for name in changes.Filter._fields})
+        return sorted(change.key for change in found
+                      if wanted.matches(change))
+    assert passing(kinds=['usage']) == ['h']
+    assert passing(kinds=['trait', 'usage']) == ['h', 'n']
+    assert passing(kinds=['inventory']) == []
+    assert passing(hosts=['cn1']) == ['h', 'n']
+    assert passing(hosts=['cn2']) == []
+    assert passing(roots=['h']) == ['h', 'n']
+    assert passing(aggregates=['agg']) == ['n']
+    assert passing(classes=['VCPU']) == ['h']
+    assert passing(classes=['VCPU'], kinds=['trait']) == []
+
+
+def test_a_consumer_that_moves_reaches_the_host_it_left():
+    from tachyon_placement.domain import allocations
+    from tachyon_placement.feed import service
+    a = record('a', 1, name='cn1', VCPU={'total': 8})
+    b = record('b', 1, name='cn2', VCPU={'total': 8})
+    world = FakeWorld(1, [a, b])
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    store.listeners[0](None, world, None, [], [], None)
+    on_a = allocations.ConsumerState('c', 0, 'p', 'u', 'INSTANCE',
+                                     {'a': {'VCPU': 2}})
+    store.consumers = {'c': (2, on_a, ['a'])}
+    world2 = FakeWorld(2, [a, b])
+    found = _observed(feed, store, world, world2, {})
+    assert found[0].kind == changes.CONSUMER
+    assert found[0].scope.hosts == {'cn1'}
+    on_b = allocations.ConsumerState('c', 1, 'p', 'u', 'INSTANCE',
+                                     {'b': {'VCPU': 2}})
+    store.consumers = {'c': (3, on_b, ['b'])}
+    world3 = FakeWorld(3, [a, b])
+    found = _observed(feed, store, world2, world3, {})
+    # Where it is now and where it was: cn1's mirror drops it.
+    assert found[0].scope.hosts == {'cn1', 'cn2'}
+    document = changes.render(found[0])
+    assert document['consumer']['allocations'] == {
+        'b': {'resources': {'VCPU': 2}}}
+    assert document['consumer']['consumer_generation'] == 1
+    store.consumers = {'c': (4, None, ['b'])}
+    world4 = FakeWorld(4, [a, b])
+    found = _observed(feed, store, world3, world4, {})
+    assert found[0].state is None and found[0].scope.hosts == {'cn2'}
+    assert changes.render(found[0])['deleted'] is True
+
+
+def test_a_cursor_ahead_of_the_graph_is_gone():
+    """The issue's finding 3: after a restore the graph is behind the
+    client's cursor; waiting on it would skip every change up to it."""
+    from tachyon_placement.feed import service
+
+    class Store(FakeStore):
+        def current(self, whole=False):
+            return FakeWorld(135)
+    feed = service.Feed(Store())
+    try:
+        feed.changes(1135)
+    except changes.CursorAhead as exc:
+        assert exc.head == 135
+    else:
+        raise AssertionError('a cursor ahead of the graph was answered')

@@ -1,0 +1,477 @@
+"""The feed server: /tachyon/changes on an asyncio loop of its own.
+
+Subscribers (long polls and Server-Sent Events streams) hold a coroutine
+each, never a thread: the API's workers never see them (``tachyon-feed``
+runs it as a process of its own behind the deployment's proxy; the
+built-in API server hands these routes' connections to one it runs in a
+thread).  Every subscriber reads the same in-memory ChangeLog, filled by
+one watcher thread from this server's own copy of the graph.
+
+What is bounded, and how (conf ``[changes]``):
+- subscribers per process (``max_subscribers``) and per client address
+  (``max_subscribers_per_client``), long polls and streams together: past
+  either, 503 ``tachyon.changes.busy`` with Retry-After, in the header and
+  in the JSON error document;
+- what a subscriber holds: its place in the log (a cursor), and what it
+  is being sent; its connection's write buffer is capped
+  (``subscriber_buffer``) and a write that does not drain within
+  ``write_timeout`` seconds marks a slow reader, which is sent a last
+  event saying so (``event: end``, ``reason: slow_reader``, with the
+  cursor to resume from) and disconnected;
+- a stream's life (``max_stream_seconds``; it ends with ``reason:
+  stream_limit``, the client reconnects with Last-Event-ID);
+- the threads: a request's checks (authentication, policy, the query, the
+  first changes) run the WSGI application's own handlers in a small pool
+  (``preflight_workers``), so the errors are the API's, exactly.
+"""
+import asyncio
+import concurrent.futures
+import io
+import ipaddress
+import sys
+import threading
+
+from aiohttp import web
+from oslo_log import log as logging
+from oslo_utils import uuidutils
+import orjson
+
+from tachyon_placement.api.handlers import changes as handlers
+from tachyon_placement.feed import changes as feed_changes
+from tachyon_placement.feed import service as feed_service
+
+LOG = logging.getLogger(__name__)
+
+PATHS = ('/tachyon/changes', '/tachyon/changes/stream')
+BUSY = 'tachyon.changes.busy'
+# A stream's comment line when nothing changed for this long.
+HEARTBEAT = 15
+# Long polls woken by a change linger this long for more: under a stream
+# of writes a poller answers a few times a second, not once per write.
+LINGER = 0.2
+# What one write of a stream carries at most (a burst is sent in pieces,
+# each waiting for the previous one to drain).
+PIECE = 64 * 1024
+# How long a disconnected slow reader's connection may still flush its
+# last event before it is cut.
+GRACE = 2.0
+# Response headers of the application's answer a deferred one keeps.
+KEPT_HEADERS = ('openstack-api-version', 'vary', 'x-openstack-request-id',
+                'content-type', 'cache-control', 'x-accel-buffering')
+
+
+class SlowReader(Exception):
+    """The subscriber does not read what it is sent fast enough."""
+
+
+class Limits:
+    """Subscribers held, per process and per client address."""
+
+    def __init__(self, most, most_per_client):
+        self.most = most
+        self.most_per_client = most_per_client
+        self.held = 0
+        self.by_client = {}
+
+    def take(self, client):
+        """Whether ``client`` may hold one more (then it does)."""
+        if self.held >= self.most or self.by_client.get(
+                client, 0) >= self.most_per_client:
+            return False
+        self.held += 1
+        self.by_client[client] = self.by_client.get(client, 0) + 1
+        return True
+
+    def give(self, client):
+        self.held -= 1
+        left = self.by_client[client] - 1
+        if left:
+            self.by_client[client] = left
+        else:
+            del self.by_client[client]
+
+
+class Stats:
+    """What the server did, for its operators and the tests."""
+
+    def __init__(self):
+        self.busy = 0               # 503s
+        self.slow_readers = 0       # disconnected for not reading
+        self.streams_ended = 0      # ended at max_stream_seconds
+        self.gone = 0               # 410s and streams ended by a gone cursor
+
+    def as_dict(self):
+        return dict(vars(self))
+
+
+def call_wsgi(application, environ):
+    """(status, headers, body) of a WSGI call."""
+    answer = {}
+    chunks = []
+
+    def start_response(status, headers, exc_info=None):
+        answer['status'], answer['headers'] = status, headers
+        return chunks.append
+    result = application(environ, start_response)
+    try:
+        chunks.extend(result)
+    finally:
+        close = getattr(result, 'close', None)
+        if close is not None:
+            close()
+    return answer['status'], answer['headers'], b''.join(chunks)
+
+
+def wsgi_environ(request, peer):
+    """The WSGI environ of an aiohttp request (GET: no body is read)."""
+    host, _sep, port = (request.host or '').rpartition(':')
+    if not host:
+        host, port = request.host or 'localhost', '80'
+    environ = {
+        'REQUEST_METHOD': request.method,
+        'SCRIPT_NAME': '',
+        'PATH_INFO': request.path,
+        'QUERY_STRING': request.query_string,
+        'SERVER_NAME': host,
+        'SERVER_PORT': port,
+        'SERVER_PROTOCOL': 'HTTP/%d.%d' % tuple(request.version),
+        'REMOTE_ADDR': peer or '',
+        'CONTENT_LENGTH': '0',
+        'wsgi.version': (1, 0),
+        'wsgi.url_scheme': request.scheme,
+        'wsgi.input': io.BytesIO(b''),
+        'wsgi.errors': sys.stderr,
+        'wsgi.multithread': True,
+        'wsgi.multiprocess': True,
+        'wsgi.run_once': False,
+        handlers.DEFER: {},
+    }
+    for name, value in request.headers.items():
+        key = name.upper().replace('-', '_')
+        if key in ('CONTENT_LENGTH',):
+            continue
+        if key != 'CONTENT_TYPE':
+            key = 'HTTP_' + key
+        if key in environ:
+            environ[key] += ',' + value
+        else:
+            environ[key] = value
+    return environ
+
+
+def error_document(status, title, detail, code, **more):
+    """(request id, body) of Placement's JSON error document."""
+    identifier = 'req-' + uuidutils.generate_uuid()
+    error = {'status': status, 'title': title, 'detail': detail,
+             'code': code, 'request_id': identifier}
+    error.update(more)
+    return identifier, orjson.dumps({'errors': [error]})
+
+
+class FeedServer:
+    """The change feed on an asyncio loop; ``application`` the WSGI
+    application (deploy.loadapp) whose store is this server's own."""
+
+    def __init__(self, conf, application, adopted=False):
+        self.conf = conf
+        options = conf.changes
+        self.application = application
+        self.feed = application.store.feed
+        self.feed.keeps_log = True
+        self.feed.log.capacity = options.log_size
+        self.limits = Limits(options.max_subscribers,
+                             options.max_subscribers_per_client)
+        self.buffer_cap = options.subscriber_buffer
+        self.write_timeout = options.write_timeout
+        self.stream_seconds = options.max_stream_seconds
+        self.retry_after = options.retry_after
+        self.pace = options.stream_interval
+        self.trusted = [ipaddress.ip_network(item, strict=False)
+                        for item in options.trusted_proxies]
+        # Handed over by the built-in API server: one request per
+        # connection (the next may be one of the API's).
+        self.adopted = adopted
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            options.preflight_workers,
+            thread_name_prefix='tachyon-feed-preflight')
+        self.stats = Stats()
+        self.loop = None
+        self.runner = None
+        self._moved = None
+
+    # -- the loop -----------------------------------------------------------
+
+    def web_application(self):
+        app = web.Application(handler_args={'max_field_size': 16384})
+        app.router.add_route('*', '/{tail:.*}', self.handle)
+        return app
+
+    async def setup(self):
+        """Bind to the running loop (before serving)."""
+        self.loop = asyncio.get_running_loop()
+        self._moved = asyncio.Event()
+        self.feed.log.watchers.append(self._log_moved)
+        self.runner = web.AppRunner(self.web_application(), access_log=None,
+                                    handle_signals=False)
+        await self.runner.setup()
+
+    async def cleanup(self):
+        self.feed.log.watchers.remove(self._log_moved)
+        await self.runner.cleanup()
+        self.pool.shutdown(wait=False)
+
+    def _log_moved(self, head):
+        # Called by the thread that moved the log.
+        try:
+            self.loop.call_soon_threadsafe(self._wake)
+        except RuntimeError:    # the loop is closed: shutting down
+            pass
+
+    def _wake(self):
+        moved, self._moved = self._moved, asyncio.Event()
+        moved.set()
+
+    async def moved_past(self, cursor, timeout):
+        """Whether the log's head passed ``cursor`` within ``timeout``."""
+        deadline = self.loop.time() + timeout
+        while self.feed.log.head <= cursor:
+            remaining = deadline - self.loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._moved.wait(), remaining)
+            except asyncio.TimeoutError:
+                return self.feed.log.head > cursor
+        return True
+
+    # -- adoption by the built-in API server --------------------------------
+
+    def adopt(self, sock):
+        """Serve an accepted connection (from another thread)."""
+        sock.setblocking(False)
+        asyncio.run_coroutine_threadsafe(self._adopt(sock), self.loop)
+
+    async def _adopt(self, sock):
+        try:
+            await self.loop.connect_accepted_socket(self.runner.server, sock)
+        except OSError:
+            sock.close()
+
+    # -- requests -------------------------------------------------------------
+
+    def client_of(self, request):
+        """The client's address: the peer's, or behind a trusted proxy the
+        last address of X-Forwarded-For."""
+        peer = request.remote or ''
+        forwarded = request.headers.get('X-Forwarded-For')
+        if forwarded and self.trusted:
+            try:
+                address = ipaddress.ip_address(peer)
+            except ValueError:
+                address = None
+            if address is not None and any(address in network
+                                           for network in self.trusted):
+                return forwarded.rsplit(',', 1)[-1].strip() or peer
+        return peer
+
+    def _busy(self, whose):
+        detail = ('Too many subscribers to the change feed %s: try again '
+                  'in %d seconds.' % (whose, self.retry_after))
+        identifier, body = error_document(
+            503, 'Service Unavailable', detail, BUSY,
+            retry_after=self.retry_after)
+        self.stats.busy += 1
+        return web.Response(status=503, body=body, headers={
+            'Content-Type': 'application/json',
+            'Retry-After': str(self.retry_after),
+            'x-openstack-request-id': identifier})
+
+    def _finish(self, response):
+        if self.adopted:
+            response.force_close()
+        return response
+
+    async def handle(self, request):
+        if request.path not in PATHS:
+            _identifier, body = error_document(
+                404, 'Not Found', 'The feed server serves %s only.'
+                % ' and '.join(PATHS), 'placement.undefined_code')
+            return self._finish(web.Response(
+                status=404, body=body, content_type='application/json'))
+        client = self.client_of(request)
+        if not self.limits.take(client):
+            whose = ('from this address' if self.limits.held
+                     < self.limits.most else 'of this server')
+            return self._finish(self._busy(whose))
+        try:
+            return await self._serve(request, client)
+        except Exception:   # noqa: BLE001 - a 500 in Placement's shape
+            LOG.exception('The change feed failed a request')
+            _identifier, body = error_document(
+                500, 'Internal Server Error', 'The change feed failed.',
+                'placement.undefined_code')
+            return self._finish(web.Response(
+                status=500, body=body, content_type='application/json'))
+        finally:
+            self.limits.give(client)
+
+    async def _serve(self, request, client):
+        environ = wsgi_environ(request, client)
+        status, headers, body = await self.loop.run_in_executor(
+            self.pool, call_wsgi, self.application, environ)
+        deferred = environ[handlers.DEFER].get('deferred')
+        code = int(status.split(' ', 1)[0])
+        if code == 410:
+            self.stats.gone += 1
+        if deferred is None:
+            response = web.Response(status=code, body=body)
+            for name, value in headers:
+                if name.lower() not in ('content-length', 'connection'):
+                    response.headers.add(name, value)
+            return self._finish(response)
+        kept = {name: value for name, value in headers
+                if name.lower() in KEPT_HEADERS}
+        if deferred.stream:
+            return await self._stream(request, deferred, kept)
+        return await self._poll(deferred, kept)
+
+    async def read(self, cursor, limit, wanted):
+        """feed.changes() after the first read: from the log in memory on
+        the loop, or from the engine in the pool when the log does not
+        hold the cursor."""
+        found = self.feed.log.after(cursor, limit, wanted)
+        if found is not None:
+            return found
+        return await self.loop.run_in_executor(
+            self.pool, self.feed.changes, cursor, limit, wanted, False)
+
+    async def _poll(self, deferred, headers):
+        since, found = deferred.since, deferred.first
+        deadline = self.loop.time() + deferred.wait
+        with self.feed.polling():
+            while not found[0]:
+                remaining = deadline - self.loop.time()
+                if remaining <= 0 or not await self.moved_past(
+                        found[1], remaining):
+                    break
+                await asyncio.sleep(min(LINGER, max(
+                    0.0, deadline - self.loop.time())))
+                try:
+                    found = await self.read(since, deferred.limit,
+                                            deferred.wanted)
+                except feed_changes.CursorGone as exc:
+                    return self._finish(self._gone_response(exc))
+        return self._finish(web.Response(
+            status=200, headers=headers, body=handlers.list_body(
+                self.feed, since, found, deferred.wanted)))
+
+    def _gone_response(self, exc):
+        error = handlers._gone(exc)
+        _identifier, body = error_document(410, 'Gone', error.detail,
+                                           error.code)
+        self.stats.gone += 1
+        return web.Response(status=410, body=body,
+                            content_type='application/json')
+
+    async def _stream(self, request, deferred, headers):
+        response = web.StreamResponse(status=200, headers=headers)
+        if self.adopted:
+            response.force_close()
+        await response.prepare(request)
+        changes, position = deferred.first
+        wanted, limit = deferred.wanted, deferred.limit
+        events = self.feed.events
+        reason = 'stream_limit'
+        try:
+            await self._send(request, response, b'retry: 2000\n\n'
+                             + events.of(deferred.since, changes, wanted))
+            end = self.loop.time() + self.stream_seconds
+            with self.feed.following(self.pace):
+                while self.loop.time() < end:
+                    if not await self.moved_past(position, min(
+                            HEARTBEAT, end - self.loop.time())):
+                        await self._send(request, response,
+                                         b': keep-alive\n\n')
+                        continue
+                    try:
+                        changes, after = await self.read(position, limit,
+                                                         wanted)
+                    except feed_changes.CursorGone:
+                        reason = 'gone'
+                        self.stats.gone += 1
+                        break
+                    if changes:
+                        await self._send(request, response,
+                                         events.of(position, changes,
+                                                   wanted))
+                    position = after
+                    # The next read at the next mark of the pace, with
+                    # every other stream (one encoding for all of them).
+                    await asyncio.sleep(feed_service.seconds_to_mark(
+                        self.pace))
+            if reason == 'stream_limit':
+                self.stats.streams_ended += 1
+            await self._last(request, response, reason, position)
+        except SlowReader:
+            self.stats.slow_readers += 1
+            LOG.info('Change feed: disconnected a slow reader (%s) at %d',
+                     request.remote, position)
+            await self._last(request, response, 'slow_reader', position,
+                             cut=True)
+        except (ConnectionError, RuntimeError):
+            pass        # the client went away
+        return response
+
+    async def _send(self, request, response, data):
+        """Write ``data`` in pieces; SlowReader when the connection's
+        buffer would pass the cap or a piece does not drain in time."""
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError('the subscriber went away')
+        view = memoryview(data)
+        for start in range(0, len(view), PIECE):
+            piece = view[start:start + PIECE]
+            if transport.get_write_buffer_size() + len(piece) > (
+                    self.buffer_cap):
+                raise SlowReader()
+            try:
+                await asyncio.wait_for(response.write(piece),
+                                       self.write_timeout)
+            except asyncio.TimeoutError:
+                raise SlowReader()
+
+    async def _last(self, request, response, reason, position, cut=False):
+        """The last event (why the stream ends, where to resume); ``cut``:
+        the connection is closed after GRACE whatever it still holds."""
+        event = b'id: %d\nevent: end\ndata: %s\n\n' % (
+            position, orjson.dumps({'reason': reason, 'cursor': position}))
+        transport = request.transport
+        if cut and transport is not None:
+            self.loop.call_later(GRACE, transport.abort)
+        try:
+            await asyncio.wait_for(response.write(event),
+                                   GRACE if cut else self.write_timeout)
+            if not cut:
+                await asyncio.wait_for(response.write_eof(),
+                                       self.write_timeout)
+        except (asyncio.TimeoutError, ConnectionError, RuntimeError):
+            if transport is not None:
+                transport.abort()
+
+
+def start_in_thread(conf, application, adopted=True):
+    """A FeedServer on an event loop in a daemon thread, set up."""
+    server = FeedServer(conf, application, adopted=adopted)
+    ready = threading.Event()
+
+    def run():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.setup())
+        ready.set()
+        loop.run_forever()
+    thread = threading.Thread(target=run, name='tachyon-feed-server',
+                              daemon=True)
+    thread.start()
+    ready.wait(30)
+    return server
