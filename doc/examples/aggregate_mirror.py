@@ -2,19 +2,21 @@
 
     python doc/examples/aggregate_mirror.py http://127.0.0.1:8778 <aggregate>
 
-Lists the aggregate's providers once, then follows GET /tachyon/changes
-(long poll) from the cursor read *before* the listing, so nothing that
-changed meanwhile is missed (a change seen twice is applied twice, to the
-same end).  A 410 means the cursor is older than the feed keeps: list
-again.  Standard library only; the token is a noauth2 one (use a Keystone
-token in production).
+Follows the feed's Server-Sent Events stream through the package's client
+(tachyon_placement.feed.client), filtered on the server to the changes of
+providers in the aggregate (``member_of``: a provider leaving it comes
+too, so the mirror drops it).  The client reads the cursor *before* it
+asks this mirror to list the aggregate's providers, so nothing that
+changes meanwhile is missed; it reconnects when Tachyon restarts and
+lists again when its cursor is gone (410).  The token is a noauth2 one
+(use a Keystone token, or a keystoneauth1 session, in production).
 """
 import json
 import sys
-import urllib.error
 import urllib.request
 
-TACHYON = 'tachyon 1.0'
+from tachyon_placement.feed import client as feed_client
+
 PLACEMENT = 'placement 1.39'
 
 
@@ -24,75 +26,56 @@ class Mirror:
         self.aggregate = aggregate
         self.token = token
         self.hosts = {}         # provider uuid -> the feed's state of it
-        self.cursor = None
+        self.feed = feed_client.FeedClient(
+            self.endpoint, token=token, kind='provider,inventory,usage,'
+            'trait,aggregate', member_of=aggregate)
 
-    def _get(self, path, version):
+    def _get(self, path):
         request = urllib.request.Request(self.endpoint + path, headers={
             'X-Auth-Token': self.token, 'Accept': 'application/json',
-            'OpenStack-API-Version': version})
+            'OpenStack-API-Version': PLACEMENT})
         with urllib.request.urlopen(request, timeout=90) as response:
             return json.load(response)
 
-    def resync(self):
-        """List the aggregate's providers; follow changes from before."""
-        cursor = self._get('/tachyon/changes', TACHYON)['cursor']
+    def relist(self):
+        """List the aggregate's providers as the feed shows them."""
         listed = self._get('/resource_providers?member_of=%s'
-                           % self.aggregate, PLACEMENT)
+                           % self.aggregate)
         hosts = {}
         for provider in listed['resource_providers']:
             uuid = provider['uuid']
-            inventories = self._get('/resource_providers/%s/inventories'
-                                    % uuid, PLACEMENT)['inventories']
-            usages = self._get('/resource_providers/%s/usages' % uuid,
-                               PLACEMENT)['usages']
+            path = '/resource_providers/%s' % uuid
+            inventories = self._get(path + '/inventories')['inventories']
+            usages = self._get(path + '/usages')['usages']
             for rc, inventory in inventories.items():
                 inventory['used'] = usages.get(rc, 0)
             hosts[uuid] = {
                 'uuid': uuid, 'name': provider['name'],
                 'generation': provider['generation'],
                 'inventories': inventories,
-                'traits': sorted(self._get(
-                    '/resource_providers/%s/traits' % uuid,
-                    PLACEMENT)['traits']),
-                'aggregates': [self.aggregate]}
-        self.hosts, self.cursor = hosts, cursor
+                'traits': sorted(self._get(path + '/traits')['traits']),
+                'aggregates': sorted(self._get(
+                    path + '/aggregates')['aggregates'])}
+        self.hosts = hosts
+        self.report('listed')
 
     def apply(self, change):
-        if change['type'] != 'resource_provider':
-            return
         state = change['resource_provider']
         if change['deleted'] or self.aggregate not in state['aggregates']:
             self.hosts.pop(change['uuid'], None)
         else:
             self.hosts[change['uuid']] = state
+        self.report('cursor %d' % change['cursor'])
 
-    def follow_once(self, wait=30):
-        """Apply what changed since the cursor (waiting up to ``wait``
-        seconds for something); the number of changes applied."""
-        try:
-            answer = self._get('/tachyon/changes?since=%d&wait=%d'
-                               % (self.cursor, wait), TACHYON)
-        except urllib.error.HTTPError as exc:
-            if exc.code != 410:
-                raise
-            self.resync()
-            return 0
-        for change in answer['changes']:
+    def report(self, when):
+        print('%s: %d hosts: %s' % (when, len(self.hosts), ', '.join(
+            sorted(host['name'] for host in self.hosts.values()))),
+            flush=True)
+
+    def run(self):
+        for change in self.feed.follow(self.relist):
             self.apply(change)
-        self.cursor = answer['cursor']
-        return len(answer['changes'])
-
-
-def main(endpoint, aggregate):
-    mirror = Mirror(endpoint, aggregate)
-    mirror.resync()
-    print('%d hosts at cursor %d' % (len(mirror.hosts), mirror.cursor))
-    while True:
-        if mirror.follow_once():
-            print('%d hosts at cursor %d: %s' % (
-                len(mirror.hosts), mirror.cursor,
-                ', '.join(sorted(h['name'] for h in mirror.hosts.values()))))
 
 
 if __name__ == '__main__':
-    main(*sys.argv[1:3])
+    Mirror(*sys.argv[1:3]).run()

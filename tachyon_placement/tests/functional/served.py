@@ -120,6 +120,62 @@ class ServedPlacement:
                             service)
 
 
+class ServedFeed:
+    """tachyon-feed served by its console script beside a ServedPlacement,
+    with its configuration file (and ``extra_conf`` after it)."""
+
+    def __init__(self, api, extra_conf=''):
+        self.api = api
+        self.workdir = api.workdir
+        self.port = free_port()
+        self.config = os.path.join(self.workdir, 'feed.conf')
+        with open(api.config) as source, open(self.config, 'w') as out:
+            out.write(source.read() + '\n' + extra_conf)
+        self.process = None
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    def start(self, timeout=60):
+        log = open(os.path.join(self.workdir, 'feed.log'), 'ab')
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'tachyon_placement.cmd.feed',
+             '--config-file', self.config, '--port', str(self.port)],
+            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError('feed exited: %s' % self.log_tail())
+            try:
+                status, _body = json_request(self.url, 'GET',
+                                             '/tachyon/changes',
+                                             version='1.0',
+                                             service='tachyon')
+                if status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError('feed did not start: %s' % self.log_tail())
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def log_tail(self, size=3000):
+        with open(os.path.join(self.workdir, 'feed.log'), 'rb') as log:
+            return log.read()[-size:].decode('utf-8', 'replace')
+
+    def rss_kib(self):
+        with open('/proc/%d/status' % self.process.pid) as status:
+            for line in status:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1])
+        return 0
+
+
 def json_request(base, method, path, body=None, version='latest',
                  token='admin', service='placement', timeout=60):
     """(status, JSON body or None) of one request to the service at
