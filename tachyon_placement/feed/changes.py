@@ -54,7 +54,9 @@ class Scope(collections.namedtuple(
     __slots__ = ()
 
     def union(self, other):
-        return Scope(*(mine | theirs for mine, theirs in zip(self, other)))
+        return Scope(*(None if mine is None or theirs is None
+                       else mine | theirs
+                       for mine, theirs in zip(self, other)))
 
 
 class Change(collections.namedtuple('Change', 'cursor kind key state scope')):
@@ -223,7 +225,8 @@ class Filter(collections.namedtuple(
         if scope is None:
             return True
         for wanted, touched in zip(self, scope):
-            if wanted is not None and wanted.isdisjoint(touched):
+            if wanted is not None and touched is not None and (
+                    wanted.isdisjoint(touched)):
                 return False
         return True
 
@@ -302,7 +305,8 @@ def consumer_scope(providers, classes, records, roots_named):
             aggregates.update(record.aggregates)
     hosts = set(_host_names(roots, records, roots_named))
     return Scope(CONSUMER_ASPECTS, frozenset(roots), frozenset(hosts),
-                 frozenset(aggregates), frozenset(classes))
+                 frozenset(aggregates),
+                 None if classes is None else frozenset(classes))
 
 
 def host_scope(name, root):
@@ -455,8 +459,9 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts,
 
 def consumer_changes(consumers, records, named, seen=None):
     """Changes of ``consumers`` {uuid: (stamp, ConsumerState or None,
-    providers)}; ``seen`` {uuid: providers held when last seen}, which a
-    consumer's scope includes (and which is brought up to date)."""
+    providers)}; ``seen`` {uuid: (providers, classes) when last seen},
+    which a consumer's scope includes (and which is brought up to date).
+    The classes a deleted consumer held, when not seen, are not known."""
     found = []
     for uuid, (stamp, state, providers) in consumers.items():
         touched = set(providers)
@@ -464,10 +469,14 @@ def consumer_changes(consumers, records, named, seen=None):
         if state is not None:
             for resources in state.allocations.values():
                 classes.update(resources)
-        if seen is not None:
-            touched.update(seen.pop(uuid, ()))
-            if state is not None:
-                seen[uuid] = tuple(providers)
+        before = seen.pop(uuid, None) if seen is not None else None
+        if before is not None:
+            touched.update(before[0])
+            classes.update(before[1])
+        elif state is None:
+            classes = None
+        if seen is not None and state is not None:
+            seen[uuid] = (tuple(providers), frozenset(classes))
         found.append(Change(stamp, CONSUMER, uuid, state, consumer_scope(
             touched, classes, records, named)))
     return found

@@ -28,6 +28,7 @@ import asyncio
 import concurrent.futures
 import io
 import ipaddress
+import socket
 import sys
 import threading
 
@@ -50,11 +51,16 @@ HEARTBEAT = 15
 # of writes a poller answers a few times a second, not once per write.
 LINGER = 0.2
 # What one write of a stream carries at most (a burst is sent in pieces,
-# each waiting for the previous one to drain).
+# each waiting for the previous one to drain; at most a quarter of the
+# subscriber's buffer).
 PIECE = 64 * 1024
 # How long a disconnected slow reader's connection may still flush its
 # last event before it is cut.
-GRACE = 2.0
+GRACE = 5.0
+# How often a subscriber whose buffer is full looks whether it drained.
+DRAIN_POLL = 0.02
+# Seconds streams have to end when the server stops.
+SHUTDOWN_SECONDS = 2.0
 # Response headers of the application's answer a deferred one keeps.
 KEPT_HEADERS = ('openstack-api-version', 'vary', 'x-openstack-request-id',
                 'content-type', 'cache-control', 'x-accel-buffering')
@@ -211,11 +217,21 @@ class FeedServer:
         self.loop = asyncio.get_running_loop()
         self._moved = asyncio.Event()
         self.feed.log.watchers.append(self._log_moved)
-        self.runner = web.AppRunner(self.web_application(), access_log=None,
-                                    handle_signals=False)
+        self._closing = asyncio.Event()
+        # handler_cancellation: a subscriber that goes away gives its place
+        # back at once (aiohttp would otherwise notice only at the next
+        # write, a heartbeat up to HEARTBEAT seconds later).
+        self.runner = web.AppRunner(
+            self.web_application(), access_log=None, handle_signals=False,
+            handler_cancellation=True, shutdown_timeout=SHUTDOWN_SECONDS)
         await self.runner.setup()
 
     async def cleanup(self):
+        """Streams end with a last event (reason shutdown), then the
+        server stops."""
+        self._closing.set()
+        self._wake()
+        await asyncio.sleep(0.2)
         self.feed.log.watchers.remove(self._log_moved)
         await self.runner.cleanup()
         self.pool.shutdown(wait=False)
@@ -234,7 +250,7 @@ class FeedServer:
     async def moved_past(self, cursor, timeout):
         """Whether the log's head passed ``cursor`` within ``timeout``."""
         deadline = self.loop.time() + timeout
-        while self.feed.log.head <= cursor:
+        while self.feed.log.head <= cursor and not self._closing.is_set():
             remaining = deadline - self.loop.time()
             if remaining <= 0:
                 return False
@@ -377,6 +393,13 @@ class FeedServer:
         response = web.StreamResponse(status=200, headers=headers)
         if self.adopted:
             response.force_close()
+        sock = request.transport.get_extra_info('socket')
+        if sock is not None:
+            # What the kernel holds for the subscriber is bounded too (left
+            # to itself it grows a send buffer to megabytes), and a slow
+            # reader's last event is not queued behind megabytes.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF,
+                            self.buffer_cap)
         await response.prepare(request)
         changes, position = deferred.first
         wanted, limit = deferred.wanted, deferred.limit
@@ -388,6 +411,9 @@ class FeedServer:
             end = self.loop.time() + self.stream_seconds
             with self.feed.following(self.pace):
                 while self.loop.time() < end:
+                    if self._closing.is_set():
+                        reason = 'shutdown'
+                        break
                     if not await self.moved_past(position, min(
                             HEARTBEAT, end - self.loop.time())):
                         await self._send(request, response,
@@ -424,21 +450,42 @@ class FeedServer:
 
     async def _send(self, request, response, data):
         """Write ``data`` in pieces; SlowReader when the connection's
-        buffer would pass the cap or a piece does not drain in time."""
+        buffer does not make room for the next under the cap, or a piece
+        does not drain, in time."""
         transport = request.transport
         if transport is None or transport.is_closing():
             raise ConnectionResetError('the subscriber went away')
         view = memoryview(data)
-        for start in range(0, len(view), PIECE):
-            piece = view[start:start + PIECE]
-            if transport.get_write_buffer_size() + len(piece) > (
-                    self.buffer_cap):
-                raise SlowReader()
+        size = min(PIECE, self.buffer_cap // 4)
+        start = 0
+        while start < len(view):
+            # Cut between events (a blank line: JSON has no raw newline),
+            # so that the last event of a slow reader starts on its own.
+            end = data.find(b'\n\n', start + size)
+            end = len(view) if end < 0 else end + 2
+            piece = view[start:end]
+            start = end
+            await self._room_for(transport, len(piece))
             try:
                 await asyncio.wait_for(response.write(piece),
                                        self.write_timeout)
             except asyncio.TimeoutError:
                 raise SlowReader()
+
+    async def _room_for(self, transport, size):
+        """Wait until the connection's buffer has room for ``size`` more
+        bytes under the cap (any size when it is empty); SlowReader when
+        it does not within write_timeout."""
+        deadline = self.loop.time() + self.write_timeout
+        while True:
+            held = transport.get_write_buffer_size()
+            if not held or held + size <= self.buffer_cap:
+                return
+            if transport.is_closing():
+                raise ConnectionResetError('the subscriber went away')
+            if self.loop.time() >= deadline:
+                raise SlowReader()
+            await asyncio.sleep(DRAIN_POLL)
 
     async def _last(self, request, response, reason, position, cut=False):
         """The last event (why the stream ends, where to resume); ``cut``:

@@ -1,0 +1,324 @@
+"""tachyon-feed as a deployment runs it: a process of its own beside the
+API (here the built-in server; gunicorn in bench/feed.py), on the suite's
+engine.  Its caps answer 503 with Retry-After, a reader that stops
+reading is disconnected with a last event saying why, a stream ends at
+its time limit with the cursor to resume from, filters pick the changes
+on the server, and consumers and allocations come through."""
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from tachyon_placement.tests.functional import served
+
+AGG = 'a9900000-0000-4000-8000-000000000002'
+
+
+@pytest.fixture
+def api(tmp_path):
+    service = served.ServedPlacement(tmp_path / 'api').start()
+    yield service
+    service.stop()
+
+
+def _feed(api, extra_conf=''):
+    return served.ServedFeed(api, '[changes]\n' + extra_conf).start()
+
+
+@pytest.fixture
+def feed_server(api, request):
+    server = _feed(api, getattr(request, 'param', ''))
+    yield server
+    server.stop()
+
+
+def _ok(result):
+    status, body = result
+    assert status in (200, 201, 204), (status, body)
+    return body
+
+
+def _open(feed, query='', headers=None, path='/tachyon/changes/stream',
+          accept='text/event-stream', receive_buffer=None):
+    """(socket, file, status line, headers) of a request to the feed."""
+    sock = socket.socket()
+    if receive_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.settimeout(30)
+    sock.connect(('127.0.0.1', feed.port))
+    lines = ['GET %s%s HTTP/1.1' % (path, query), 'Host: 127.0.0.1',
+             'X-Auth-Token: admin', 'Accept: %s' % accept,
+             'OpenStack-API-Version: tachyon 1.0']
+    lines += ['%s: %s' % item for item in (headers or {}).items()]
+    sock.sendall(('\r\n'.join(lines) + '\r\n\r\n').encode())
+    stream = sock.makefile('rb')
+    status = stream.readline().decode()
+    found = {}
+    while True:
+        line = stream.readline()
+        if line in (b'\r\n', b'\n', b''):
+            break
+        name, _sep, value = line.decode().partition(':')
+        found[name.strip().lower()] = value.strip()
+    if found.get('transfer-encoding') == 'chunked':
+        stream = Dechunked(stream)
+    return sock, stream, status, found
+
+
+class Dechunked:
+    """The body of a chunked response, read by lines."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.pending = b''
+        self.ended = False
+
+    def _more(self):
+        size = self.raw.readline()
+        if not size.strip():
+            self.ended = True
+            return
+        size = int(size.split(b';')[0], 16)
+        if size == 0:
+            self.ended = True
+            return
+        self.pending += self.raw.read(size)
+        self.raw.readline()     # the chunk's CRLF
+
+    def readline(self):
+        while b'\n' not in self.pending and not self.ended:
+            self._more()
+        line, sep, self.pending = self.pending.partition(b'\n')
+        if not sep:
+            line, self.pending = self.pending, b''
+            return line
+        return line + sep
+
+    def read(self, size=-1):
+        while not self.ended and (size < 0 or len(self.pending) < size):
+            self._more()
+        if size < 0:
+            data, self.pending = self.pending, b''
+        else:
+            data, self.pending = self.pending[:size], self.pending[size:]
+        return data
+
+    def close(self):
+        self.raw.close()
+
+
+def _close(opened):
+    """Close a request's socket for real (its file holds the descriptor
+    open otherwise)."""
+    sock, stream = opened[0], opened[1]
+    stream.close()
+    sock.close()
+
+
+def _events(stream, until):
+    """Server-Sent Events (event, data) read from a chunked stream until
+    ``until(events)``, the stream ends or a read times out."""
+    events, event, data = [], 'message', None
+    while not until(events):
+        try:
+            raw = stream.readline()
+        except socket.timeout:
+            break
+        if not raw:
+            break
+        line = raw.decode().rstrip('\r\n')
+        if line.startswith('event: '):
+            event = line[7:]
+        elif line.startswith('data: '):
+            data = json.loads(line[6:])
+        elif line == '' and data is not None:
+            events.append((event, data))
+            event, data = 'message', None
+    return events
+
+
+def _body(stream, headers):
+    """The JSON body of a non-streamed answer."""
+    if 'content-length' in headers:
+        return json.loads(stream.read(int(headers['content-length'])))
+    return json.loads(stream.read())
+
+
+@pytest.mark.parametrize('feed_server', [
+    'max_subscribers = 3\nmax_subscribers_per_client = 2\n'
+    'trusted_proxies = 127.0.0.1\nretry_after = 7\n'], indirect=True)
+def test_caps_answer_503_with_retry_after(api, feed_server):
+    held = [_open(feed_server) for _ in range(2)]
+    assert all(' 200 ' in status for _s, _f, status, _h in held)
+    # A third from the same address, stream or long poll alike: 503.
+    for path, accept, query in (
+            ('/tachyon/changes/stream', 'text/event-stream', ''),
+            ('/tachyon/changes', 'application/json', '?since=0&wait=5')):
+        sock, stream, status, headers = _open(
+            feed_server, query, path=path, accept=accept)
+        assert ' 503 ' in status, status
+        assert headers['retry-after'] == '7'
+        error = _body(stream, headers)['errors'][0]
+        assert error['code'] == 'tachyon.changes.busy'
+        assert error['status'] == 503 and error['retry_after'] == 7
+        assert 'from this address' in error['detail']
+        _close((sock, stream))
+    # Behind a trusted proxy, the client is X-Forwarded-For's: another
+    # client gets the third place, a fourth is past the server's cap.
+    third = _open(feed_server, headers={'X-Forwarded-For': '10.0.0.9'})
+    assert ' 200 ' in third[2]
+    sock, stream, status, headers = _open(
+        feed_server, headers={'X-Forwarded-For': '10.0.0.10'})
+    assert ' 503 ' in status
+    assert 'of this server' in _body(stream, headers)['errors'][0]['detail']
+    _close((sock, stream))
+    # A subscriber that leaves gives its place back.
+    _close(held[0])
+    deadline = time.monotonic() + 10
+    while True:
+        again = _open(feed_server)
+        if ' 200 ' in again[2] or time.monotonic() > deadline:
+            break
+        _close(again)
+        time.sleep(0.1)
+    assert ' 200 ' in again[2]
+    for opened in [again, third] + held[1:]:
+        _close(opened)
+
+
+@pytest.mark.parametrize('feed_server', [
+    'max_stream_seconds = 2\n'], indirect=True)
+def test_a_stream_ends_at_its_limit_with_where_to_resume(api, feed_server):
+    sock, stream, status, _headers = _open(feed_server)
+    assert ' 200 ' in status
+    created = _ok(api.request('POST', '/resource_providers',
+                              {'name': 'during'}))
+    events = _events(stream, lambda found: any(
+        event == 'end' for event, _data in found))
+    sock.close()
+    assert [data['uuid'] for event, data in events if event == 'change'] == [
+        created['uuid']]
+    event, data = events[-1]
+    assert event == 'end' and data['reason'] == 'stream_limit'
+    assert data['cursor'] >= events[0][1]['cursor']
+
+
+@pytest.mark.parametrize('feed_server', [
+    'write_timeout = 1\nsubscriber_buffer = 65536\n'], indirect=True)
+def test_a_reader_that_stops_reading_is_cut_with_a_last_event(
+        api, feed_server):
+    """Finding 2: a subscriber that never reads held its thread (and 2.8
+    MB of queued changes) past the stream limit.  Here it is sent a last
+    event (reason slow_reader) and disconnected once its writes stop
+    draining, and a reader that keeps up is not."""
+    hosts = [_ok(api.request('POST', '/resource_providers',
+                             {'name': 'big%d' % n}))['uuid']
+             for n in range(300)]
+    stalled = _open(feed_server, receive_buffer=4096)
+    assert ' 200 ' in stalled[2]
+    stalled_file = stalled[1]
+    reader = _open(feed_server)
+    assert ' 200 ' in reader[2]
+    received = []
+    reading = threading.Thread(target=lambda: received.extend(_events(
+        reader[1], lambda found: found and (found[-1][1].get(
+            'resource_provider') or {}).get('name') == 'marker')),
+        daemon=True)
+    reading.start()
+    # Changes of about 40 KB each (a provider in 1,000 aggregates; each to
+    # another provider, as changes to one provider between two of a
+    # stream's reads come once) until the stalled subscriber's buffers
+    # are full and it is cut.
+    for number, host in enumerate(hosts):
+        aggregates = ['%08x-0000-4000-8000-%012x' % (number, n)
+                      for n in range(1000)]
+        _ok(api.request('PUT', '/resource_providers/%s/aggregates' % host,
+                        {'resource_provider_generation': 0,
+                         'aggregates': aggregates}))
+        if 'slow reader' in feed_server.log_tail(2000):
+            break
+    else:
+        pytest.fail('the stalled subscriber was never cut: %s'
+                    % feed_server.log_tail())
+    # Read what it was sent: the changes, then the last event.
+    events = _events(stalled_file, lambda found: bool(found) and (
+        found[-1][0] == 'end'))
+    assert events and events[-1][0] == 'end', events[-3:]
+    assert events[-1][1]['reason'] == 'slow_reader'
+    assert stalled_file.read() == b''        # then it is closed
+    _close(stalled)
+    # The reader that keeps up was not cut: it got every change.
+    _ok(api.request('POST', '/resource_providers', {'name': 'marker'}))
+    reading.join(60)
+    assert all(event == 'change' for event, _data in received), [
+        (event, data.get('reason')) for event, data in received][-5:]
+    assert len(received) == number + 2, (len(received), number)
+    _close(reader)
+
+
+def test_filters_pick_changes_on_the_server(api, feed_server):
+    """Every subscriber received every change of the cloud (finding 7):
+    the stream sends what its filter asks for, consumers and allocations
+    included (finding 5)."""
+    def host(name, aggregates=()):
+        rp = _ok(api.request('POST', '/resource_providers', {'name': name}))
+        _ok(api.request('PUT', '/resource_providers/%s/inventories'
+                        % rp['uuid'], {'resource_provider_generation': 0,
+                                       'inventories': {
+                                           'VCPU': {'total': 8},
+                                           'MEMORY_MB': {'total': 4096}}}))
+        if aggregates:
+            _ok(api.request('PUT', '/resource_providers/%s/aggregates'
+                            % rp['uuid'], {'resource_provider_generation': 1,
+                                           'aggregates': list(aggregates)}))
+        return rp['uuid']
+    cn1, cn2 = host('cn1', [AGG]), host('cn2')
+    streams = {
+        'usage-and-consumers-on-cn1': '?host=cn1&kind=usage,consumer',
+        'aggregate': '?member_of=%s' % AGG,
+        'consumers-of-memory': '?kind=allocation&resource_class=MEMORY_MB',
+        'root-cn2': '?root=%s&kind=usage' % cn2,
+    }
+    opened = {name: _open(feed_server, query)
+              for name, query in streams.items()}
+    instance = 'c0000000-0000-4000-8000-000000000001'
+    on_cn2 = 'c0000000-0000-4000-8000-000000000002'
+    _ok(api.request('PUT', '/allocations/%s' % instance, {
+        'allocations': {cn1: {'resources': {'VCPU': 2}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'}))
+    _ok(api.request('PUT', '/allocations/%s' % on_cn2, {
+        'allocations': {cn2: {'resources': {'VCPU': 1, 'MEMORY_MB': 512}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'}))
+    _ok(api.request('PUT', '/resource_providers/%s/traits' % cn2, {
+        'resource_provider_generation': 2, 'traits': ['HW_CPU_X86_AVX2']}))
+    # The instance moves to cn2: cn1's subscriber sees it leave.
+    _ok(api.request('PUT', '/allocations/%s' % instance, {
+        'allocations': {cn2: {'resources': {'VCPU': 2}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': 1,
+        'consumer_type': 'INSTANCE'}))
+    _ok(api.request('DELETE', '/allocations/%s' % on_cn2))
+
+    def seen(name):
+        """{(type, uuid): deleted} of what the stream sent until it was
+        quiet for 3 s (changes to one object within one of the stream's
+        batches come once)."""
+        sock, stream, status, _headers = opened[name]
+        assert ' 200 ' in status, status
+        sock.settimeout(3)
+        found = {}
+        for _event, data in _events(stream, lambda found: False):
+            found[(data['type'], data['uuid'])] = data['deleted']
+        _close(opened[name])
+        return found
+    provider, consumer = 'resource_provider', 'consumer'
+    assert seen('usage-and-consumers-on-cn1') == {
+        (provider, cn1): False, (consumer, instance): False}
+    # A consumer's aggregates are its providers'.
+    assert seen('aggregate') == {
+        (provider, cn1): False, (consumer, instance): False}
+    assert seen('consumers-of-memory') == {(consumer, on_cn2): True}
+    assert seen('root-cn2') == {(provider, cn2): False}
