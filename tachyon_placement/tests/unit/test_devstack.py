@@ -179,7 +179,7 @@ def test_stack_installs_configures_and_starts_in_placements_place(tmp_path):
     assert _named(calls, 'tachyon-manage') == [
         ['--config-file', str(tmp_path / 'etc' / 'tachyon' /
                               'placement.conf'), 'db', 'sync']]
-    (service, command, group, user, env), = _named(calls, 'run_process')
+    (service, command, group, user, env), feed = _named(calls, 'run_process')
     assert service == 'tachyon-placement'
     assert command.split() == [
         'gunicorn', '-c', 'python:tachyon_placement.wsgi.gunicorn',
@@ -192,6 +192,17 @@ def test_stack_installs_configures_and_starts_in_placements_place(tmp_path):
         ['60', 'http://192.0.2.10/placement']]
     assert 'ProxyPass http://127.0.0.1:8778/placement' in site
     assert '<Location /placement>' in site
+    # The change feed: its own server, behind its own Location (after the
+    # API's: Apache merges Locations in order, the later wins).
+    assert feed[0] == 'tachyon-feed'
+    assert feed[1].split() == [
+        'tachyon-feed', '--config-file',
+        str(tmp_path / 'etc' / 'tachyon' / 'placement.conf'),
+        '--host', '127.0.0.1', '--port', '8779']
+    assert site.index('<Location /placement/tachyon/changes>') > (
+        site.index('<Location /placement>'))
+    assert ('ProxyPass http://127.0.0.1:8779/tachyon/changes retry=0 '
+            'flushpackets=on') in site
     assert _named(calls, 'enable_apache_site') == [['tachyon-placement']]
     # Start comes after configuration, schema after the accounts.
     order = [call[0] for call in calls]
@@ -240,7 +251,7 @@ def test_unstack_and_clean(tmp_path):
         tmp_path, ('stack', 'install'), ('stack', 'post-config'),
         ('unstack',), ('clean',))
     assert _named(calls, 'stop_process') == [
-        ['tachyon-topology-agent'], ['tachyon-placement']]
+        ['tachyon-topology-agent'], ['tachyon-feed'], ['tachyon-placement']]
     assert _named(calls, 'disable_apache_site') == [['tachyon-placement']]
     assert not os.path.exists(tmp_path / 'data' / 'tachyon')
 
