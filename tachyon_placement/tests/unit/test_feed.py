@@ -3,6 +3,8 @@ import threading
 import time
 import types
 
+import hypothesis
+
 from tachyon_placement.feed import changes
 
 
@@ -375,3 +377,32 @@ def test_a_cursor_ahead_of_the_graph_is_gone():
         assert exc.head == 135
     else:
         raise AssertionError('a cursor ahead of the graph was answered')
+
+
+_VALUES = ('a', 'b', 'c', 'd')
+_SCOPES = hypothesis.strategies.one_of(
+    hypothesis.strategies.none(),
+    hypothesis.strategies.builds(
+        changes.Scope, *[hypothesis.strategies.one_of(
+            hypothesis.strategies.none(),
+            hypothesis.strategies.frozensets(
+                hypothesis.strategies.sampled_from(_VALUES)))
+            for _field in changes.Scope._fields]))
+_FILTERS = hypothesis.strategies.builds(
+    changes.Filter, *[hypothesis.strategies.one_of(
+        hypothesis.strategies.none(),
+        hypothesis.strategies.frozensets(
+            hypothesis.strategies.sampled_from(_VALUES), min_size=1))
+        for _field in changes.Filter._fields])
+
+
+@hypothesis.given(
+    scopes=hypothesis.strategies.lists(_SCOPES, min_size=0, max_size=150),
+    wanted=_FILTERS)
+@hypothesis.settings(max_examples=200, deadline=None)
+def test_an_indexed_segment_passes_what_the_filter_passes(scopes, wanted):
+    found = [changes.Change(cursor, changes.PROVIDER, 'p%d' % cursor, 'x',
+                            scope)
+             for cursor, scope in enumerate(scopes, 1)]
+    expected = [change for change in found if wanted.matches(change)]
+    assert changes.Segment(found).passing(wanted) == expected
