@@ -141,7 +141,18 @@ def parse_args(argv):
                         '--feed-events provider changes per second, without '
                         'and with --feed-subscribers long-polling the '
                         'change feed (see bench/feed.py)')
-    p.add_argument('--feed-subscribers', type=int, default=50)
+    p.add_argument('--feed-subscribers', type=int, default=1000)
+    p.add_argument('--feed-stalled', type=int, default=100,
+                   help='of --feed-subscribers, streams opened and never '
+                        'read (hung controllers)')
+    p.add_argument('--feed-everything', type=int, default=10,
+                   help='of --feed-subscribers, streams following the '
+                        'whole feed (the others each follow one host)')
+    p.add_argument('--feed-capacity', type=int, default=0,
+                   help='connect idle streams to tachyon-feed up to this '
+                        'many, --feed-step at a time, recording its memory '
+                        '(0: not run)')
+    p.add_argument('--feed-step', type=int, default=1000)
     p.add_argument('--feed-mode', choices=('sse', 'poll'), default='sse',
                    help='how --feed subscribers follow: a Server-Sent '
                         'Events stream each (default) or long polls')
@@ -462,6 +473,10 @@ def run(args, results, started, sampler_box):
         tachyon_svc = next(s for s in services if s.name == 'tachyon')
         feed_bench.run(loaded['tachyon'], tachyon_svc, cloud, args, record,
                        started, _say)
+    if args.feed_capacity and 'tachyon' in loaded:
+        tachyon_svc = next(s for s in services if s.name == 'tachyon')
+        results['feed_capacity'] = feed_bench.run_capacity(
+            loaded['tachyon'], tachyon_svc, args, record, started, _say)
 
     # -- the candidate workloads again, weighed by telemetry -----------------
     if telemetry_conf and 'tachyon' in loaded:

@@ -1,17 +1,22 @@
 """The change feed under load (``python -m bench --feed``): do subscribers
-slow the candidate requests?
+slow Placement's requests?
 
 A writer drives ``--feed-events`` provider changes per second through
 Tachyon's API: batches of POST /allocations, each claiming (then, the next
 batch, releasing) a little on many hosts at once, so each write changes
-many providers. A second Tachyon process on the same engine serves the
-feed (``tachyon-placement-api``, a thread per connection, as the README
-recommends: long polls must not hold the API's gunicorn threads).  The
-flat candidate request is measured twice under the same write load: with
-no subscriber, then with ``--feed-subscribers`` clients following the feed
-(a Server-Sent Events stream each, or long polls) and counting what they
-receive. Writers and subscribers run in processes of their own, apart
-from the measuring one.
+many providers. The feed is served by ``tachyon-feed`` (feed/server.py),
+a process of its own on the same engine, as deployed.  The flat candidate
+request and a PUT /allocations are measured in turns under the same write
+load: with no subscriber, and with ``--feed-subscribers`` clients: of
+them ``--feed-stalled`` open a stream and never read it (a hung
+controller), ``--feed-everything`` follow the whole feed, the others each
+follow one host (``host=``, as a per-host agent would).  Writers and
+subscribers run in processes of their own, apart from the measuring one;
+the subscribers on one asyncio loop.  A probe renames a provider ten
+times a second with the wall clock in its name: the subscribers that
+follow everything measure the delivery latency (write sent -> event
+read).  ``--feed-capacity N`` instead connects idle streams by thousands
+up to N and records the feed server's memory at each step.
 """
 import os
 import random
@@ -35,8 +40,8 @@ SETTLE = 2
 
 
 class FeedServer:
-    """tachyon-placement-api on the bench's Tachyon configuration (and so
-    on its engine)."""
+    """tachyon-feed on the bench's Tachyon configuration (and so on its
+    engine)."""
 
     name = 'tachyon-feed'
 
@@ -50,7 +55,7 @@ class FeedServer:
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE='1')
         niced = ['nice', '-n', str(self.nice)] if self.nice else []
         command = niced + [
-            self.tachyon.python, '-m', 'tachyon_placement.cmd.api',
+            self.tachyon.python, '-m', 'tachyon_placement.cmd.feed',
             '--config-file', self.tachyon.conf_path, '--port', str(self.port)]
         self.proc = svcs.Proc('tachyon-feed', command, env=env,
                               cwd=self.tachyon.dir)
@@ -60,7 +65,7 @@ class FeedServer:
             if not self.proc.alive():
                 raise svcs.SetupError('the feed server exited (log: %s)'
                                       % self.proc.log_path)
-            if client.request('GET', '/').status == 200:
+            if client.request('GET', '/tachyon/changes').status == 200:
                 return
             time.sleep(0.5)
         raise svcs.SetupError('the feed server did not start (log: %s)'
@@ -68,6 +73,11 @@ class FeedServer:
 
     def pids(self):
         return [self.proc.pid] if self.proc and self.proc.alive() else []
+
+    def slow_readers(self):
+        """Subscribers it cut for not reading (its log says so)."""
+        with open(self.proc.log_path, 'rb') as log:
+            return log.read().count(b'disconnected a slow reader')
 
     def stop(self):
         if self.proc:
@@ -158,76 +168,6 @@ class Writer(threading.Thread):
 EVENT_ID = re.compile(rb'\nid: ([0-9]+)\n')
 
 
-class StreamSubscriber(threading.Thread):
-    """Follows the feed's Server-Sent Events stream, counting the changes
-    it receives (one connection; the server writes each batch once)."""
-
-    def __init__(self, port, index):
-        super().__init__(name='feed-stream-%d' % index, daemon=True)
-        self.port = port
-        self.stop_event = threading.Event()
-        self.received = 0
-        self.polls = 0
-        self.errors = 0
-        self.last = None
-        self.disordered = 0
-
-    def run(self):
-        from http import client as http_client
-        last_id = None
-        while not self.stop_event.is_set():
-            conn = http_client.HTTPConnection('127.0.0.1', self.port,
-                                              timeout=30)
-            headers = {'Accept': 'text/event-stream',
-                       'X-Auth-Token': http.TOKEN,
-                       'OpenStack-API-Version': 'tachyon 1.0'}
-            if last_id is not None:
-                headers['Last-Event-ID'] = last_id
-            try:
-                conn.request('GET', '/tachyon/changes/stream',
-                             headers=headers)
-                response = conn.getresponse()
-                if response.status != 200:
-                    self.errors += 1
-                    time.sleep(0.5)
-                    continue
-                self.polls += 1
-                last_id = self._follow(response) or last_id
-            except OSError:
-                self.errors += 1
-            finally:
-                conn.close()
-
-    def _follow(self, response):
-        """Reads one stream by chunks (a line at a time would cost the
-        subscribers' process more than the server's writing them),
-        counting its events and any that comes out of cursor order; the
-        last event id, to resume from."""
-        leftover, last_id = b'\n', None
-        while not self.stop_event.is_set():
-            chunk = response.read1(65536)
-            if not chunk:
-                break
-            text = leftover + chunk
-            end = text.rfind(b'\n')
-            # Whole lines up to the last newline; the rest (from that
-            # newline on) waits for the next chunk.
-            ids = EVENT_ID.findall(text, 0, end + 1)
-            leftover = text[end:]
-            for found in ids:
-                cursor = int(found)
-                if self.last is not None and cursor < self.last:
-                    self.disordered += 1
-                self.last = cursor
-            self.received += len(ids)
-            if ids:
-                last_id = ids[-1].decode()
-        return last_id
-
-    def stop(self):
-        self.stop_event.set()
-
-
 class Subscriber(threading.Thread):
     """Long-polls the feed, counting the changes it receives."""
 
@@ -265,16 +205,29 @@ def _measure(client, workload, requests, seconds):
     return stats['tachyon']
 
 
-def _writers(port, hosts, project, user, rate, seed, written, stop, out):
+def _probe(client, probe, stop):
+    """Renames the probe provider ten times a second, the wall clock of
+    the request in its name (the subscribers read it off the event)."""
+    while not stop.is_set():
+        client.request('PUT', '/resource_providers/%s' % probe,
+                       {'name': 'probe-%d' % time.time_ns()})
+        stop.wait(0.1)
+
+
+def _writers(port, hosts, project, user, rate, seed, probe, written, stop,
+             out):
     """A child process: WRITERS threads sharing ``rate``, counting into
-    ``written``; puts their (changes/s, errors, error samples) on ``out``
-    once ``stop`` is set."""
+    ``written``, and the probe; puts their (changes/s, errors, error
+    samples) on ``out`` once ``stop`` is set."""
     writers = [Writer(http.Client('tachyon-writer', '127.0.0.1', port),
                       hosts, project, user, rate / float(WRITERS), seed + i,
                       written)
                for i in range(WRITERS)]
     for writer in writers:
         writer.start()
+    probing = threading.Thread(target=_probe, daemon=True, args=(
+        http.Client('tachyon-probe', '127.0.0.1', port), probe, stop))
+    probing.start()
     stop.wait()
     rate = sum(writer.per_second() for writer in writers)
     for writer in writers:
@@ -283,36 +236,186 @@ def _writers(port, hosts, project, user, rate, seed, written, stop, out):
              [s for w in writers for s in w.error_samples][:3]))
 
 
-def _subscribers(port, count, mode, nice, commands, out):
+PROBE = re.compile(rb'"name":"probe-([0-9]+)"')
+STATUS = re.compile(rb'^HTTP/1\.[01] ([0-9]{3})')
+
+
+class Crowd:
+    """Subscribers of one process on one asyncio loop: ``stalled`` streams
+    opened and never read, followers of everything, followers of one host
+    each (``hosts``: host names to pick from)."""
+
+    def __init__(self, port, count, stalled, everything, hosts, seed):
+        self.port = port
+        self.count, self.stalled = count, stalled
+        self.everything = everything
+        self.hosts = hosts
+        self.rng = random.Random(seed)
+        self.received = []          # per follower
+        self.errors = 0
+        self.disordered = 0
+        self.refused = 0            # 503s
+        self.ended = 0              # streams ended by the server
+        self.probe_latencies = []   # seconds, write sent -> event read
+        self.connected = 0
+        self._tasks = []
+        self._sockets = []
+
+    def request(self, query):
+        return ('GET /tachyon/changes/stream%s HTTP/1.1\r\nHost: bench\r\n'
+                'X-Auth-Token: %s\r\nAccept: text/event-stream\r\n'
+                'OpenStack-API-Version: tachyon 1.0\r\n\r\n'
+                % (query, http.TOKEN)).encode()
+
+    async def start(self):
+        import asyncio
+        import socket
+        loop = asyncio.get_running_loop()
+        for index in range(self.count):
+            if index < self.stalled:
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.setblocking(False)
+                try:
+                    await loop.sock_connect(sock, ('127.0.0.1', self.port))
+                    await loop.sock_sendall(sock, self.request(''))
+                    self.connected += 1
+                except OSError:
+                    self.errors += 1
+                self._sockets.append(sock)
+                continue
+            if index < self.stalled + self.everything:
+                query, probes = '', True
+            else:
+                query = '?host=%s' % self.rng.choice(self.hosts)
+                probes = False
+            self.received.append(0)
+            self._tasks.append(asyncio.ensure_future(self.follow(
+                len(self.received) - 1, query, probes)))
+        # Every follower connected (or refused) before the turn starts.
+        deadline = loop.time() + 120
+        while (self.connected + self.errors + self.refused < self.count
+               and loop.time() < deadline):
+            await asyncio.sleep(0.05)
+
+    async def follow(self, index, query, probes):
+        import asyncio
+        first, last = True, None
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection(
+                    '127.0.0.1', self.port, limit=2 ** 20)
+            except OSError:
+                self.errors += 1
+                await asyncio.sleep(1)
+                continue
+            try:
+                resumed = query if last is None else (
+                    query + ('&' if query else '?') + 'since=%d' % last)
+                writer.write(self.request(resumed))
+                head = await reader.readuntil(b'\r\n\r\n')
+                status = STATUS.match(head)
+                if status is None or status.group(1) != b'200':
+                    if status is not None and status.group(1) == b'503':
+                        self.refused += 1
+                    else:
+                        self.errors += 1
+                    await asyncio.sleep(1)
+                    continue
+                if first:
+                    self.connected += 1
+                    first = False
+                last = await self._read(index, reader, probes, last)
+                self.ended += 1
+            except (OSError, asyncio.IncompleteReadError,
+                    asyncio.LimitOverrunError):
+                self.errors += 1
+            finally:
+                writer.close()
+
+    async def _read(self, index, reader, probes, last):
+        """Counts events (and any out of cursor order) until the stream
+        ends; the last cursor seen."""
+        leftover = b'\n'
+        while True:
+            chunk = await reader.read(65536)
+            if not chunk:
+                return last
+            text = leftover + chunk
+            end = text.rfind(b'\n')
+            ids = EVENT_ID.findall(text, 0, end + 1)
+            if probes:
+                now = time.time()
+                for sent in PROBE.findall(text, 0, end + 1):
+                    self.probe_latencies.append(now - int(sent) / 1e9)
+            leftover = text[end:]
+            for found in ids:
+                cursor = int(found)
+                if last is not None and cursor < last:
+                    self.disordered += 1
+                last = cursor
+            self.received[index] += len(ids)
+
+    def stop(self):
+        for task in self._tasks:
+            task.cancel()
+        for sock in self._sockets:
+            sock.close()
+
+
+def _subscribers(port, count, mode, nice, stalled, everything, hosts,
+                 commands, out):
     """A child process: ``count`` subscribers of the feed, following it
     during each subscribed turn.  Commands: 'follow' (connect them all,
     answer 'following' once every one has its first answer), 'halt'
-    (disconnect them all, answer the changes each received, the errors
-    and the changes out of order), 'exit'.  Spawned once for the whole
-    run, so that neither starting the process nor connecting and
-    disconnecting lands in a measured turn.  ``nice``: they stand for
-    other machines' clients (--feed-subscriber-nice), so they may yield
-    the CPU to the service they measure."""
+    (disconnect them all, answer what they counted), 'exit'.  Spawned
+    once for the whole run, so that neither starting the process nor
+    connecting and disconnecting lands in a measured turn.  ``nice``: they
+    stand for other machines' clients (--feed-subscriber-nice), so they
+    may yield the CPU to the service they measure."""
+    import asyncio
+    import resource
     if nice:
         os.nice(nice)
-    kind = StreamSubscriber if mode == 'sse' else Subscriber
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if mode != 'sse':
+        return _pollers(port, count, commands, out)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    seed = 0
+    while loop.run_until_complete(
+            loop.run_in_executor(None, commands.get)) == 'follow':
+        seed += 1
+        crowd = Crowd(port, count, stalled, everything, hosts, seed)
+        loop.run_until_complete(crowd.start())
+        out.put(('following', crowd.connected, crowd.refused))
+        loop.run_until_complete(loop.run_in_executor(None, commands.get))
+        crowd.stop()
+        loop.run_until_complete(asyncio.sleep(0.5))
+        out.put((crowd.received, crowd.errors, crowd.disordered,
+                 crowd.probe_latencies, crowd.refused))
+    loop.close()
+
+
+def _pollers(port, count, commands, out):
+    """--feed-mode poll: long-polling threads."""
     while commands.get() == 'follow':
-        subs = [kind(port, i) for i in range(count)]
+        subs = [Subscriber(port, i) for i in range(count)]
         for sub in subs:
             sub.start()
         deadline = time.monotonic() + 60
         while (any(sub.polls == 0 for sub in subs)
                and time.monotonic() < deadline):
             time.sleep(0.05)
-        out.put('following')
+        out.put(('following', count, 0))
         commands.get()      # 'halt'
         for sub in subs:
             sub.stop()
         for sub in subs:
             sub.join(30)
         out.put(([sub.received for sub in subs],
-                 sum(s.errors for s in subs),
-                 sum(getattr(s, 'disordered', 0) for s in subs)))
+                 sum(s.errors for s in subs), 0, [], 0))
 
 
 class Load:
@@ -351,62 +454,124 @@ def turns(count):
     return tuple(pattern[i % 4] for i in range(max(4, count // 4 * 4)))
 
 
+def _measure_puts(client, hosts, project, user, requests, rng):
+    """Stats of ``requests`` PUT /allocations (a new consumer claiming one
+    VCPU on a host with room), each released again (not measured)."""
+    stats = wl.Stats()
+    began = time.monotonic()
+    for _ in range(requests):
+        consumer = str(uuid.uuid4())
+        response = client.request('PUT', '/allocations/%s' % consumer, {
+            'allocations': {rng.choice(hosts): {'resources': {'VCPU': 1}}},
+            'project_id': project, 'user_id': user,
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+        stats.requests += 1
+        if response.status == 204:
+            stats.latencies.append(response.elapsed)
+            client.request('DELETE', '/allocations/%s' % consumer)
+        else:
+            stats.error('PUT /allocations', response)
+    stats.wall = time.monotonic() - began
+    return stats
+
+
+class Sampler(threading.Thread):
+    """The feed server's RSS, sampled every half second: the largest."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.most = 0
+        self.stop_event = threading.Event()
+
+    def run(self):
+        while not self.stop_event.wait(0.5):
+            self.most = max(self.most, svcs.rss_kib(self.pid) or 0)
+
+    def stop(self):
+        self.stop_event.set()
+        self.join(5)
+        return self.most
+
+
 def run(client, tachyon, cloud, args, record, started, say):
-    """Candidates under the write load, in turns without and with
-    subscribers; records feed_0_subscribers and feed_N_subscribers_MODE
-    (the latter with its latencies over the former's)."""
+    """Candidates and PUT /allocations under the write load, in turns
+    without and with subscribers; records feed_0_subscribers(_put) and
+    feed_N_subscribers_MODE(_put) (the latter with their latencies over
+    the former's)."""
     from bench import report
     server = FeedServer(tachyon, args.feed_nice)
     started.append(server)
     server.start()
-    say('feed: served on 127.0.0.1:%d' % server.port)
+    say('feed: tachyon-feed on 127.0.0.1:%d' % server.port)
     flat = wl.read_workloads(cloud)[0]
     # Hosts with room: one full host would fail a whole batch.
     hosts = [h.root.uuid for h in cloud.hosts
              if not h.race and h.fill < 0.7]
+    names = [h.root.name for h in cloud.hosts]
+    probe = client.request('POST', '/resource_providers',
+                           {'name': 'probe-0'}).json()['uuid']
     writing = Load()
     written = writing.context.Value('q', 0)
     writing.start(_writers, client.port, hosts, cloud.projects[0],
-                  cloud.users[0], args.feed_events, args.seed, written)
+                  cloud.users[0], args.feed_events, args.seed, probe,
+                  written)
     time.sleep(5)       # the process starts, the rate settles
     merged = {False: wl.Stats(), True: wl.Stats()}
+    puts = {False: wl.Stats(), True: wl.Stats()}
     rates = {False: [], True: []}
     turn_p50 = {False: [], True: []}
-    received, poll_errors, disordered = [], 0, 0
+    received, poll_errors, disordered, refused = [], 0, 0, 0
+    probe_latencies, feed_rss, connected = [], [], []
     order = turns(args.feed_turns)
     per_turn = max(1, args.requests * 2 // len(order))
+    rng = random.Random(args.seed)
     import multiprocessing
     spawning = multiprocessing.get_context('spawn')
     commands, answers = spawning.Queue(), spawning.Queue()
     subscribers = spawning.Process(
         target=_subscribers, daemon=True,
         args=(server.port, args.feed_subscribers, args.feed_mode,
-              args.feed_subscriber_nice, commands, answers))
+              args.feed_subscriber_nice, args.feed_stalled,
+              args.feed_everything, names, commands, answers))
     subscribers.start()
+    idle_rss = svcs.rss_kib(server.proc.pid)
     try:
         for subscribed in order:
+            sampler = Sampler(server.proc.pid)
+            sampler.start()
             if subscribed:
                 commands.put('follow')
-                answers.get(timeout=120)
+                _following, holding, _refused = answers.get(timeout=300)
+                connected.append(holding)
             # Connections made (or closed) and the first catch-up done:
             # the turn measures subscribers that follow, not connecting.
             time.sleep(SETTLE)
             before, began = written.value, time.monotonic()
             stats = _measure(client, flat, per_turn, args.read_seconds)
+            put_stats = _measure_puts(client, hosts, cloud.projects[0],
+                                      cloud.users[0], per_turn, rng)
             rates[subscribed].append(
                 (written.value - before) / (time.monotonic() - began))
             turn_p50[subscribed].append(round(
                 report.percentile(stats.latencies, 50) * 1000, 1))
-            merged[subscribed].merge(stats)
-            merged[subscribed].wall += stats.wall
-            if merged[subscribed].first_body is None:
-                merged[subscribed].first_body = stats.first_body
+            for into, measured in ((merged, stats), (puts, put_stats)):
+                into[subscribed].merge(measured)
+                into[subscribed].wall += measured.wall
+                if into[subscribed].first_body is None:
+                    into[subscribed].first_body = measured.first_body
             if subscribed:
                 commands.put('halt')
-                counts, errors, out_of_order = answers.get(timeout=120)
+                (counts, errors, out_of_order, latencies,
+                 turned_away) = answers.get(timeout=300)
                 received.extend(counts)
                 poll_errors += errors
                 disordered += out_of_order
+                refused += turned_away
+                probe_latencies.extend(latencies)
+                feed_rss.append(sampler.stop())
+            else:
+                sampler.stop()
     finally:
         commands.put('exit')
         subscribers.join(30)
@@ -421,6 +586,10 @@ def run(client, tachyon, cloud, args, record, started, say):
                            flat.description, args.feed_events,
                            subscribers), {'tachyon': merged[subscribed]},
                        'read')
+        put_entry = record(name + '_put', 'PUT /allocations (one VCPU) '
+                           'under %d provider changes/s, %d subscribers' % (
+                               args.feed_events, subscribers),
+                           {'tachyon': puts[subscribed]}, 'read')
         rate = sum(rates[subscribed]) / len(rates[subscribed])
         entry['feed'] = {
             'changes_per_s': round(rate, 1), 'write_errors': write_errors,
@@ -430,26 +599,101 @@ def run(client, tachyon, cloud, args, record, started, say):
             'subscriber_nice': args.feed_subscriber_nice,
             'turn_p50_ms': turn_p50[subscribed]}
         if subscribed:
+            delivery = report.latency_summary(probe_latencies) or {}
             entry['feed'].update(
+                stalled=args.feed_stalled, everything=args.feed_everything,
+                connected=connected, refused=refused,
                 received_min=min(received), received_max=max(received),
-                poll_errors=poll_errors, out_of_order=disordered)
-        results[subscribed] = entry
+                errors=poll_errors, out_of_order=disordered,
+                slow_readers_cut=server.slow_readers(),
+                feed_rss_idle_mib=round(idle_rss / 1024.0, 1),
+                feed_rss_max_mib=round(max(feed_rss) / 1024.0, 1),
+                delivery_ms=delivery, probes=len(probe_latencies))
+        results[subscribed] = (entry, put_entry)
         p50 = (entry['tachyon']['latency'] or {}).get('p50_ms')
-        say('  %s: p50 %s ms (per turn: %s), %.0f changes/s written%s' % (
-            name, p50, ', '.join(map(str, turn_p50[subscribed])), rate,
-            '' if not subscribed else
-            ', each subscriber got %d-%d changes per turn (%d out of '
-            'order, %d errors)' % (min(received), max(received),
-                                   disordered, poll_errors)))
-    plain, loaded = results[False], results[True]
-    loaded['versus'] = dict({
-        q: report.ratio(report.latency(loaded['tachyon'], q),
-                        report.latency(plain['tachyon'], q))
-        for q in ('p50_ms', 'p95_ms', 'p99_ms')},
-        changes_per_s=report.ratio(loaded['feed']['changes_per_s'],
-                                   plain['feed']['changes_per_s']),
-        base='same writes, no subscriber')
+        say('  %s: candidates p50 %s ms, PUT p50 %s ms, %.0f changes/s '
+            'written%s' % (
+                name, p50, (put_entry['tachyon']['latency'] or {}).get(
+                    'p50_ms'), rate, '' if not subscribed else
+                ', followers got %d-%d changes per turn (%d out of order, '
+                '%d errors, %d refused), %d slow readers cut, feed RSS '
+                '%s MiB (idle %s), delivery %s' % (
+                    min(received), max(received), disordered, poll_errors,
+                    refused, entry['feed']['slow_readers_cut'],
+                    entry['feed']['feed_rss_max_mib'],
+                    entry['feed']['feed_rss_idle_mib'], delivery)))
+    for index in (0, 1):
+        plain, loaded = results[False][index], results[True][index]
+        loaded['versus'] = dict({
+            q: report.ratio(report.latency(loaded['tachyon'], q),
+                            report.latency(plain['tachyon'], q))
+            for q in ('p50_ms', 'p95_ms', 'p99_ms')},
+            base='same writes, no subscriber')
+        say('  %s with subscribers over without: %s' % (
+            ('candidates', 'PUT /allocations')[index], loaded['versus']))
     return results
+
+
+def run_capacity(client, tachyon, args, record, started, say):
+    """Idle streams connected ``--feed-step`` at a time up to
+    ``--feed-capacity``: the feed server's RSS at each step, and what it
+    held; one probe change at the end reaches them all."""
+    import asyncio
+    import resource
+    server = FeedServer(tachyon, args.feed_nice)
+    started.append(server)
+    server.start()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    loop = asyncio.new_event_loop()
+    steps = []
+    crowds = []
+    base = svcs.rss_kib(server.proc.pid)
+    held = 0
+    try:
+        while held < args.feed_capacity:
+            count = min(args.feed_step, args.feed_capacity - held)
+            crowd = Crowd(server.port, count, 0, count, [], held)
+            loop.run_until_complete(crowd.start())
+            crowds.append(crowd)
+            held += crowd.connected
+            loop.run_until_complete(asyncio.sleep(2))
+            rss = svcs.rss_kib(server.proc.pid)
+            steps.append({'subscribers': held, 'rss_mib': round(
+                rss / 1024.0, 1), 'refused': crowd.refused,
+                'errors': crowd.errors})
+            say('feed capacity: %d subscribers, RSS %.1f MiB (%d refused, '
+                '%d errors)' % (held, rss / 1024.0, crowd.refused,
+                                crowd.errors))
+            if crowd.connected < count:
+                break
+        # One change, to everyone.
+        client.request('POST', '/resource_providers',
+                       {'name': 'probe-%d' % time.time_ns()})
+        loop.run_until_complete(asyncio.sleep(5))
+        reached = sum(1 for crowd in crowds for got in crowd.received
+                      if got >= 1)
+        latencies = [value for crowd in crowds
+                     for value in crowd.probe_latencies]
+    finally:
+        for crowd in crowds:
+            crowd.stop()
+        loop.run_until_complete(asyncio.sleep(0.5))
+        loop.close()
+    from bench import report
+    # The slope from the first step to the last: what start-up loaded (the
+    # copy of the graph) is not the subscribers'.
+    first, last = steps[0], steps[-1]
+    per = ((last['rss_mib'] - first['rss_mib']) * 1024.0 / max(
+        1, last['subscribers'] - first['subscribers'])) if len(steps) > 1 \
+        else (last['rss_mib'] - base / 1024.0) * 1024.0 / max(1, held)
+    entry = {'name': 'feed_capacity', 'held': held, 'steps': steps,
+             'rss_idle_mib': round(base / 1024.0, 1),
+             'kib_per_subscriber': round(per, 1), 'reached': reached,
+             'fan_out_ms': report.latency_summary(latencies)}
+    say('feed capacity: held %d, %.1f KiB per subscriber, one change '
+        'reached %d (%s)' % (held, per, reached, entry['fan_out_ms']))
+    return entry
 
 
 if __name__ == '__main__':
