@@ -6,6 +6,8 @@ samples; ``test_api_samples.py`` sends them again and compares, so the
 reference never drifts from the service.  A step is (sample name or None,
 method, path, request body or None, version header, expected status);
 a named step with a body has its request sample too (``NAME-request``).
+A path's ``{cursor}`` is the cursor of the last answer of a step named
+``...-cursor`` (see resolve()).
 """
 import os
 
@@ -25,6 +27,7 @@ SHARED = 'f0e1d2c3-0000-4000-8000-0000000000ff'
 AGG = '42896e0d-205d-4fe3-bd1e-100924931787'
 INSTANCE = '9b7e1ec8-2a30-4fb1-8f0c-6d2a2b6c1e01'
 MIGRATION = '9b7e1ec8-2a30-4fb1-8f0c-6d2a2b6c1e02'
+FEED_CONSUMER = '9b7e1ec8-2a30-4fb1-8f0c-6d2a2b6c1e03'
 PROJECT = '6e3b2a7f4d1c4b8a9e0f1a2b3c4d5e6f'
 USER = '8f9e0d1c2b3a49586a7b8c9d0e1f2a3b'
 
@@ -184,7 +187,35 @@ STEPS = [
      T, 201),
     ('tachyon/get-pci-affinity', 'GET', '/tachyon/pci_affinity', None, T,
      200),
+    # The change feed: where to start, a claim, what the feed says of it,
+    # one kind only, a deletion.
+    ('tachyon/get-changes-cursor', 'GET', '/tachyon/changes', None, T, 200),
+    (None, 'PUT', '/allocations/%s' % FEED_CONSUMER, {
+        'allocations': {CN2: {'resources': {'VCPU': 2, 'MEMORY_MB': 2048}}},
+        'project_id': PROJECT, 'user_id': USER, 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'}, P, 204),
+    ('tachyon/get-changes', 'GET', '/tachyon/changes?since={cursor}', None,
+     T, 200),
+    ('tachyon/get-changes-consumers', 'GET',
+     '/tachyon/changes?since={cursor}&kind=consumer', None, T, 200),
+    ('tachyon/get-changes-deleted-cursor', 'GET',
+     '/tachyon/changes?since={cursor}&kind=consumer', None, T, 200),
+    (None, 'DELETE', '/allocations/%s' % FEED_CONSUMER, None, P, 204),
+    ('tachyon/get-changes-deleted', 'GET',
+     '/tachyon/changes?since={cursor}&kind=consumer,usage&host=cn2', None, T,
+     200),
 ]
+
+
+def resolve(path, memory):
+    """``path`` with ``{cursor}`` filled from ``memory``."""
+    return path.replace('{cursor}', str(memory.get('cursor')))
+
+
+def remember(name, answer, memory):
+    """Keep the cursor of a ``...-cursor`` step's answer."""
+    if name and name.endswith('-cursor') and isinstance(answer, dict):
+        memory['cursor'] = answer['cursor']
 
 
 def stable(document):
