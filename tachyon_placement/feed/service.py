@@ -98,7 +98,21 @@ class Feed:
 
     def head(self):
         """The cursor now: where a new subscriber starts."""
-        return self.store.worlds.current(whole=True).complete
+        return self._world(0).complete
+
+    def _world(self, cursor):
+        """The copy of the graph a read starts from: in the feed server,
+        while its watcher keeps it fresh, the copy it holds (a subscriber
+        costs the engine nothing: under a stream of writes a new
+        subscriber's read of the engine queued behind the writes, and a
+        thousand of them connecting were a thousand such reads), unless
+        ``cursor`` is ahead of it (a client that read a newer cursor from
+        another process: is it ahead of the graph, or of this copy?)."""
+        if self.keeps_log and self._watching():
+            world = self.store.worlds.latest()
+            if world is not None and cursor <= world.version:
+                return world
+        return self.store.worlds.current(whole=True)
 
     def changes(self, cursor, limit=None, wanted=None, fresh=True):
         """(changes after ``cursor`` that pass ``wanted`` (a Filter), the
@@ -107,7 +121,7 @@ class Feed:
         ``fresh``: bring this process's copy of the graph (and so the log)
         up to date first (one version read) and check the cursor against
         it; a woken waiter need not, the watcher did."""
-        world = self.store.worlds.current(whole=True) if fresh else None
+        world = self._world(cursor) if fresh else None
         if world is not None and cursor > world.version:
             raise feed_changes.CursorAhead(0, world.version)
         if self.keeps_log:
