@@ -12,8 +12,8 @@ them ``--feed-stalled`` open a stream and never read it (a hung
 controller), ``--feed-everything`` follow the whole feed, the others each
 follow one host (``host=``, as a per-host agent would).  Writers and
 subscribers run in processes of their own, apart from the measuring one;
-the subscribers on one asyncio loop.  A probe renames a provider ten
-times a second with the wall clock in its name: the subscribers that
+the subscribers on one asyncio loop.  A probe renames a provider twice
+a second with the wall clock in its name: the subscribers that
 follow everything measure the delivery latency (write sent -> event
 read).  ``--feed-capacity N`` instead connects idle streams by thousands
 up to N and records the feed server's memory at each step.
@@ -206,12 +206,12 @@ def _measure(client, workload, requests, seconds):
 
 
 def _probe(client, probe, stop):
-    """Renames the probe provider ten times a second, the wall clock of
-    the request in its name (the subscribers read it off the event)."""
+    """Renames the probe provider twice a second, the wall clock of the
+    request in its name (the subscribers read it off the event)."""
     while not stop.is_set():
         client.request('PUT', '/resource_providers/%s' % probe,
                        {'name': 'probe-%d' % time.time_ns()})
-        stop.wait(0.1)
+        stop.wait(0.5)
 
 
 def _writers(port, hosts, project, user, rate, seed, probe, written, stop,

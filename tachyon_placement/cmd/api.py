@@ -154,11 +154,8 @@ class QuietHandler(simple_server.WSGIRequestHandler):
 
 
 def main(argv=None):
-    conf = cfg.ConfigOpts()
-    tachyon_conf.register_opts(conf)
-    conf.register_cli_opts(cli_opts)
-    conf(sys.argv[1:] if argv is None else argv, project='placement')
-    tachyon_conf.setup_logging(conf, 'placement')
+    conf = tachyon_conf.service_conf(
+        sys.argv[1:] if argv is None else argv, cli_opts)
     malloc_arenas.cap()
     application = deploy.loadapp(conf)
     server = simple_server.make_server(

@@ -37,11 +37,8 @@ def raise_open_files():
 
 
 def main(argv=None):
-    conf = cfg.ConfigOpts()
-    tachyon_conf.register_opts(conf)
-    conf.register_cli_opts(cli_opts)
-    conf(sys.argv[1:] if argv is None else argv, project='placement')
-    tachyon_conf.setup_logging(conf, 'placement')
+    conf = tachyon_conf.service_conf(
+        sys.argv[1:] if argv is None else argv, cli_opts)
     open_files = raise_open_files()
     application = deploy.load_feed_app(conf)
     server = feed_server.FeedServer(conf, application)

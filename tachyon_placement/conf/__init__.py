@@ -42,6 +42,18 @@ def new_conf(args=None, default_config_files=None):
     return conf
 
 
+def service_conf(argv, cli_opts):
+    """The ConfigOpts of a serving console script (the API's built-in
+    server, the feed server): Tachyon's options and ``cli_opts`` parsed
+    from ``argv`` and placement.conf, logging set up."""
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    conf.register_cli_opts(cli_opts)
+    conf(argv, project='placement')
+    setup_logging(conf, 'placement')
+    return conf
+
+
 def setup_logging(conf, name):
     """oslo.log's set-up, and the log file readable by its owner and
     group only (it was 0644: it names hosts, projects and errors of a

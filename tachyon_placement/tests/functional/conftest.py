@@ -2,6 +2,7 @@
 import pytest
 
 from tachyon_placement.tests.functional.fixtures import gabbits
+from tachyon_placement.tests.functional import served
 
 
 @pytest.fixture
@@ -12,3 +13,12 @@ def service():
     fixture.start_fixture()
     yield fixture
     fixture.stop_fixture()
+
+
+@pytest.fixture
+def api(tmp_path):
+    """tachyon-placement-api served by its console script on the engine
+    under test (served.ServedPlacement), stopped afterwards."""
+    service = served.ServedPlacement(tmp_path / 'api').start()
+    yield service
+    service.stop()

@@ -4,22 +4,12 @@ exactly the sample files (tools/make-api-samples writes them)."""
 import json
 import os
 
-import pytest
-
 from tachyon_placement.tests.functional import api_samples
-from tachyon_placement.tests.functional import served
 
 
 def _read(path):
     with open(path) as sample:
         return json.load(sample)
-
-
-@pytest.fixture
-def api(tmp_path):
-    service = served.ServedPlacement(tmp_path / 'api').start()
-    yield service
-    service.stop()
 
 
 def test_samples_are_the_services_answers(api):

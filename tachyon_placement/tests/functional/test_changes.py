@@ -11,22 +11,13 @@ import threading
 import time
 import urllib.request
 
-import pytest
 import webob
 
-from tachyon_placement.tests.functional import served
 from tachyon_placement.tests.functional.fixtures import gabbits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 AGG = 'a9900000-0000-4000-8000-000000000001'
-
-
-@pytest.fixture
-def api(tmp_path):
-    service = served.ServedPlacement(tmp_path / 'api').start()
-    yield service
-    service.stop()
 
 
 def _ok(result):

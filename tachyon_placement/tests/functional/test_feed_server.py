@@ -16,13 +16,6 @@ from tachyon_placement.tests.functional import served
 AGG = 'a9900000-0000-4000-8000-000000000002'
 
 
-@pytest.fixture
-def api(tmp_path):
-    service = served.ServedPlacement(tmp_path / 'api').start()
-    yield service
-    service.stop()
-
-
 def _feed(api, extra_conf=''):
     return served.ServedFeed(api, '[changes]\n' + extra_conf).start()
 

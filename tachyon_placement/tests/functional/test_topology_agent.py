@@ -7,19 +7,8 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
-from tachyon_placement.tests.functional import served
-
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)),
                         'fixtures', 'sysfs')
-
-
-@pytest.fixture
-def api(tmp_path):
-    service = served.ServedPlacement(tmp_path / 'api').start()
-    yield service
-    service.stop()
 
 
 def _agent(api, tmp_path, sysfs_root, host, *extra):
