@@ -145,7 +145,7 @@ def parse_args(argv):
     p.add_argument('--feed-stalled', type=int, default=100,
                    help='of --feed-subscribers, streams opened and never '
                         'read (hung controllers)')
-    p.add_argument('--feed-everything', type=int, default=10,
+    p.add_argument('--feed-everything', type=int, default=5,
                    help='of --feed-subscribers, streams following the '
                         'whole feed (the others each follow one host)')
     p.add_argument('--feed-capacity', type=int, default=0,

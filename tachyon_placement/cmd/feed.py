@@ -7,6 +7,7 @@ docs' production layout; devstack's Apache does it).  It reads the same
 configuration file as the API.
 """
 import asyncio
+import os
 import resource
 import signal
 import sys
@@ -40,6 +41,8 @@ def main(argv=None):
     conf = tachyon_conf.service_conf(
         sys.argv[1:] if argv is None else argv, cli_opts)
     open_files = raise_open_files()
+    if conf.changes.nice:
+        os.nice(conf.changes.nice)
     application = deploy.load_feed_app(conf)
     server = feed_server.FeedServer(conf, application)
     loop = asyncio.new_event_loop()

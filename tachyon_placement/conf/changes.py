@@ -54,6 +54,11 @@ changes_opts = [
              'with a last event (reason stream_limit) and the client '
              'reconnects with Last-Event-ID.'),
     cfg.IntOpt(
+        'nice', default=10, min=0, max=19,
+        help='Niceness tachyon-feed gives itself at start: on a machine it '
+             'shares with the API, the API\'s requests get the CPU first '
+             'and subscribers wait (0: the same priority).'),
+    cfg.IntOpt(
         'preflight_workers', default=4, min=1,
         help='Threads of the feed server that run a new request\'s '
              'checks (authentication, policy, the first changes) through '
