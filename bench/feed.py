@@ -57,6 +57,9 @@ class FeedServer:
         command = niced + [
             self.tachyon.python, '-m', 'tachyon_placement.cmd.feed',
             '--config-file', self.tachyon.conf_path, '--port', str(self.port)]
+        self.log_start = os.path.getsize(os.path.join(
+            svcs.LOG_DIR, 'tachyon-feed.log')) if os.path.exists(
+                os.path.join(svcs.LOG_DIR, 'tachyon-feed.log')) else 0
         self.proc = svcs.Proc('tachyon-feed', command, env=env,
                               cwd=self.tachyon.dir)
         client = http.Client('feed', '127.0.0.1', self.port, timeout=10)
@@ -75,8 +78,10 @@ class FeedServer:
         return [self.proc.pid] if self.proc and self.proc.alive() else []
 
     def slow_readers(self):
-        """Subscribers it cut for not reading (its log says so)."""
+        """Subscribers it cut for not reading since it started (its log,
+        which earlier runs appended to, says so)."""
         with open(self.proc.log_path, 'rb') as log:
+            log.seek(self.log_start)
             return log.read().count(b'disconnected a slow reader')
 
     def stop(self):
