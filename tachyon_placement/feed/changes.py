@@ -266,7 +266,9 @@ def provider_scope(record, old, records, roots_named):
         if any(before.get(rc) is None or before[rc].used != inv.used
                for rc, inv in after.items()):
             aspects.add('usage')
-        aspects = frozenset(aspects or ('provider',))
+        # Only its generation moved: what changed and changed back between
+        # the two copies (a claim and its release) is not known.
+        aspects = frozenset(aspects) if aspects else PROVIDER_ASPECTS
     roots, aggregates, classes, hosts = set(), set(), set(), set()
     for state in (old, record):
         if state is not None:

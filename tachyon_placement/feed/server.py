@@ -31,6 +31,7 @@ import ipaddress
 import socket
 import sys
 import threading
+import urllib.parse
 
 from aiohttp import web
 from oslo_log import log as logging
@@ -128,16 +129,25 @@ def call_wsgi(application, environ):
     return answer['status'], answer['headers'], b''.join(chunks)
 
 
+def _latin1(text):
+    """A header value as WSGI has it: its bytes as latin-1 (aiohttp
+    decodes them as UTF-8, undecodable bytes as surrogates)."""
+    return text.encode('utf-8', 'surrogateescape').decode('latin-1')
+
+
 def wsgi_environ(request, peer):
-    """The WSGI environ of an aiohttp request (GET: no body is read)."""
+    """The WSGI environ of an aiohttp request (GET: no body is read):
+    PATH_INFO the path's bytes unquoted, QUERY_STRING as it came (aiohttp's
+    own are decoded), each as latin-1, as a WSGI server gives them."""
     host, _sep, port = (request.host or '').rpartition(':')
     if not host:
         host, port = request.host or 'localhost', '80'
+    path, _sep, query = request.raw_path.partition('?')
     environ = {
         'REQUEST_METHOD': request.method,
         'SCRIPT_NAME': '',
-        'PATH_INFO': request.path,
-        'QUERY_STRING': request.query_string,
+        'PATH_INFO': urllib.parse.unquote_to_bytes(path).decode('latin-1'),
+        'QUERY_STRING': query.partition('#')[0],
         'SERVER_NAME': host,
         'SERVER_PORT': port,
         'SERVER_PROTOCOL': 'HTTP/%d.%d' % tuple(request.version),
@@ -158,6 +168,7 @@ def wsgi_environ(request, peer):
             continue
         if key != 'CONTENT_TYPE':
             key = 'HTTP_' + key
+        value = _latin1(value)
         if key in environ:
             environ[key] += ',' + value
         else:
@@ -308,7 +319,7 @@ class FeedServer:
         return response
 
     async def handle(self, request):
-        if request.path not in PATHS:
+        if request.raw_path.partition('?')[0] not in PATHS:
             _identifier, body = error_document(
                 404, 'Not Found', 'The feed server serves %s only.'
                 % ' and '.join(PATHS), 'placement.undefined_code')

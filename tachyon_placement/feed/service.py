@@ -17,7 +17,11 @@ import contextlib
 import threading
 import time
 
+from oslo_log import log as logging
+
 from tachyon_placement.feed import changes as feed_changes
+
+LOG = logging.getLogger(__name__)
 
 
 class Feed:
@@ -206,7 +210,7 @@ class Feed:
             try:
                 self.store.worlds.current(whole=True)
             except Exception:       # the next poll tries again
-                pass
+                LOG.exception('The change feed could not follow the graph')
             if pace is None:
                 pause = self.poll_interval
             else:

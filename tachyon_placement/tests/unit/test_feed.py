@@ -406,3 +406,14 @@ def test_an_indexed_segment_passes_what_the_filter_passes(scopes, wanted):
              for cursor, scope in enumerate(scopes, 1)]
     expected = [change for change in found if wanted.matches(change)]
     assert changes.Segment(found).passing(wanted) == expected
+
+
+def test_a_provider_whose_change_was_undone_between_two_copies():
+    """A claim and its release between two copies leave only the
+    generation moved: what changed is not known, so every provider kind
+    is told (a usage follower must not miss it)."""
+    before = record('h', 1, VCPU={'total': 8})
+    after = record('h', 2, VCPU={'total': 8})
+    after.provider.generation = 7
+    scope = changes.provider_scope(after, before, {}, {})
+    assert scope.aspects == changes.PROVIDER_ASPECTS
