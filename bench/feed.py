@@ -480,6 +480,33 @@ def _measure_puts(client, hosts, project, user, requests, rng):
     return stats
 
 
+def _engine_pids(work_dir):
+    """The bench's redis-server processes (the embedded engine and any
+    sandbox), found by their command line."""
+    pids = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % name, 'rb') as f:
+                command = f.read()
+        except OSError:
+            continue
+        if b'redis-server' in command or (
+                b'falkordb' in command and work_dir.encode() in command):
+            pids.append(int(name))
+    return pids
+
+
+def _cpu_by_part(parts):
+    """{part: CPU seconds its processes used so far} for parts given as
+    {name: callable returning pids}, plus the machine's busy seconds."""
+    used = {name: sum(map(svcs.cpu_seconds, pids()))
+            for name, pids in parts.items()}
+    used['machine'] = svcs.machine_cpu_seconds()[0]
+    return used
+
+
 class Sampler(threading.Thread):
     """The feed server's RSS, sampled every half second: the largest."""
 
@@ -541,6 +568,16 @@ def run(client, tachyon, cloud, args, record, started, say):
               args.feed_everything, names, commands, answers))
     subscribers.start()
     idle_rss = svcs.rss_kib(server.proc.pid)
+    engine_pids = _engine_pids(svcs.WORK_DIR)
+
+    def api_pids():
+        return [pid for pid in tachyon.pids() if pid not in engine_pids]
+    parts = {'api': api_pids, 'engine': lambda: engine_pids,
+             'feed': server.pids,
+             'subscribers': lambda: [subscribers.pid],
+             'writers': lambda: [child.pid for child, _ in writing.children]}
+    # {subscribed: [{part: cores used during a turn's measurement}]}
+    cores = {False: [], True: []}
     try:
         for subscribed in order:
             sampler = Sampler(server.proc.pid)
@@ -553,9 +590,14 @@ def run(client, tachyon, cloud, args, record, started, say):
             # the turn measures subscribers that follow, not connecting.
             time.sleep(SETTLE)
             before, began = written.value, time.monotonic()
+            cpu_before = _cpu_by_part(parts)
             stats = _measure(client, flat, per_turn, args.read_seconds)
             put_stats = _measure_puts(client, hosts, cloud.projects[0],
                                       cloud.users[0], per_turn, rng)
+            cpu_after, wall = _cpu_by_part(parts), time.monotonic() - began
+            cores[subscribed].append({
+                part: round((cpu_after[part] - cpu_before[part]) / wall, 3)
+                for part in cpu_after})
             rates[subscribed].append(
                 (written.value - before) / (time.monotonic() - began))
             turn_p50[subscribed].append(round(
@@ -602,7 +644,13 @@ def run(client, tachyon, cloud, args, record, started, say):
             'subscribers': subscribers, 'mode': args.feed_mode,
             'nice': args.feed_nice,
             'subscriber_nice': args.feed_subscriber_nice,
-            'turn_p50_ms': turn_p50[subscribed]}
+            'turn_p50_ms': turn_p50[subscribed],
+            # Cores each part used while the turns measured (mean of the
+            # turns); "machine" is every process's.
+            'cores': {part: round(sum(turn[part] for turn in
+                                      cores[subscribed]) /
+                                  len(cores[subscribed]), 3)
+                      for part in cores[subscribed][0]}}
         if subscribed:
             delivery = report.latency_summary(probe_latencies) or {}
             entry['feed'].update(
@@ -627,6 +675,9 @@ def run(client, tachyon, cloud, args, record, started, say):
                     refused, entry['feed']['slow_readers_cut'],
                     entry['feed']['feed_rss_max_mib'],
                     entry['feed']['feed_rss_idle_mib'], delivery)))
+    say('  cores used while measuring, without and with subscribers: '
+        '%s; %s' % (results[False][0]['feed']['cores'],
+                    results[True][0]['feed']['cores']))
     for index in (0, 1):
         plain, loaded = results[False][index], results[True][index]
         loaded['versus'] = dict({

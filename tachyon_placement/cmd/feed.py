@@ -37,12 +37,26 @@ def raise_open_files():
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+def share_cpu(policy, niceness):
+    """Applies ``[changes] cpu_policy`` to this process (all its threads,
+    made after); returns the policy in force."""
+    if policy == 'idle' and hasattr(os, 'SCHED_IDLE'):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return 'idle'
+        except OSError as exc:
+            LOG.warning('SCHED_IDLE refused (%s): niceness %d instead',
+                        exc, niceness)
+    if niceness:
+        os.nice(niceness)
+    return 'nice %d' % niceness
+
+
 def main(argv=None):
     conf = tachyon_conf.service_conf(
         sys.argv[1:] if argv is None else argv, cli_opts)
     open_files = raise_open_files()
-    if conf.changes.nice:
-        os.nice(conf.changes.nice)
+    policy = share_cpu(conf.changes.cpu_policy, conf.changes.nice)
     application = deploy.load_feed_app(conf)
     server = feed_server.FeedServer(conf, application)
     loop = asyncio.new_event_loop()
@@ -55,7 +69,8 @@ def main(argv=None):
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     LOG.info('Tachyon change feed listening on http://%s:%s/tachyon/changes '
-             '(%d open files allowed)', conf.host, conf.port, open_files)
+             '(%d open files allowed, CPU policy %s)', conf.host, conf.port,
+             open_files, policy)
     print('Tachyon change feed listening on http://%s:%s/tachyon/changes'
           % (conf.host, conf.port), flush=True)
     try:

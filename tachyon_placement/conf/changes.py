@@ -53,11 +53,21 @@ changes_opts = [
         help='Seconds a Server-Sent Events stream lasts; it then ends '
              'with a last event (reason stream_limit) and the client '
              'reconnects with Last-Event-ID.'),
+    cfg.StrOpt(
+        'cpu_policy', default='idle', choices=[
+            ('idle', 'Linux\'s SCHED_IDLE: the feed server runs only on '
+                     'CPU time no other process wants; a process of the '
+                     'API that wakes takes the CPU from it at once.'),
+            ('nice', 'The normal policy at niceness ``nice``.')],
+        help='How tachyon-feed shares the machine\'s CPUs with the API. On '
+             'a machine of its own either policy gets all of it; on a '
+             'saturated machine it shares with the API, ``idle`` lets '
+             'subscribers wait rather than Placement\'s requests (where '
+             'SCHED_IDLE is not available, ``nice`` applies).'),
     cfg.IntOpt(
         'nice', default=10, min=0, max=19,
-        help='Niceness tachyon-feed gives itself at start: on a machine it '
-             'shares with the API, the API\'s requests get the CPU first '
-             'and subscribers wait (0: the same priority).'),
+        help='Niceness tachyon-feed gives itself at start when cpu_policy '
+             'is nice (0: the same priority as the API).'),
     cfg.IntOpt(
         'preflight_workers', default=4, min=1,
         help='Threads of the feed server that run a new request\'s '

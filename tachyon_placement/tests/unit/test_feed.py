@@ -1,9 +1,11 @@
 """The change feed's log: complete from its start, cut between writes."""
+import os
 import threading
 import time
 import types
 
 import hypothesis
+import pytest
 
 from tachyon_placement.feed import changes
 
@@ -417,3 +419,36 @@ def test_a_provider_whose_change_was_undone_between_two_copies():
     after.provider.generation = 7
     scope = changes.provider_scope(after, before, {}, {})
     assert scope.aspects == changes.PROVIDER_ASPECTS
+
+
+def _policy_in_a_thread(policy, niceness):
+    """share_cpu applied in a thread of its own (Linux schedules threads:
+    the test's own thread keeps its policy): (what share_cpu said, the
+    thread's scheduling policy, its niceness)."""
+    from tachyon_placement.cmd import feed as feed_cmd
+    seen = {}
+
+    def run():
+        seen['said'] = feed_cmd.share_cpu(policy, niceness)
+        seen['policy'] = os.sched_getscheduler(0)
+        seen['nice'] = os.getpriority(os.PRIO_PROCESS, 0)
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(10)
+    return seen['said'], seen['policy'], seen['nice']
+
+
+def test_the_feed_server_takes_only_idle_cpu_by_default():
+    if not hasattr(os, 'SCHED_IDLE'):
+        pytest.skip('this platform has no SCHED_IDLE')
+    said, policy, _nice = _policy_in_a_thread('idle', 10)
+    assert (said, policy) == ('idle', os.SCHED_IDLE)
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE
+
+
+def test_the_feed_server_can_be_niced_instead():
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    said, policy, nice = _policy_in_a_thread('nice', 7)
+    assert said == 'nice 7'
+    assert policy == os.SCHED_OTHER
+    assert nice == min(19, base + 7)
