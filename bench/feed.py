@@ -480,9 +480,10 @@ def _measure_puts(client, hosts, project, user, requests, rng):
     return stats
 
 
-def _engine_pids(work_dir):
-    """The bench's redis-server processes (the embedded engine and any
-    sandbox), found by their command line."""
+def _engine_pids():
+    """Every redis-server process on the machine, found by its command
+    line: the embedded engine and any scorer sandbox (the bench machine
+    runs no other while it measures)."""
     pids = []
     for name in os.listdir('/proc'):
         if not name.isdigit():
@@ -492,8 +493,7 @@ def _engine_pids(work_dir):
                 command = f.read()
         except OSError:
             continue
-        if b'redis-server' in command or (
-                b'falkordb' in command and work_dir.encode() in command):
+        if b'redis-server' in command:
             pids.append(int(name))
     return pids
 
@@ -568,7 +568,7 @@ def run(client, tachyon, cloud, args, record, started, say):
               args.feed_everything, names, commands, answers))
     subscribers.start()
     idle_rss = svcs.rss_kib(server.proc.pid)
-    engine_pids = _engine_pids(svcs.WORK_DIR)
+    engine_pids = _engine_pids()
 
     def api_pids():
         return [pid for pid in tachyon.pids() if pid not in engine_pids]
