@@ -45,8 +45,11 @@ def load_feed_app(conf):
     """The WSGI application the feed server (feed/server.py) runs its
     requests' checks through, over a store of its own: its copy of the
     graph follows the engine for the feed alone (the API's requests never
-    refresh it, nor it theirs), and it runs no collector or pruning."""
-    store = graph_store.open_store(conf, sync=False)
+    refresh it, nor it theirs), and it runs no collector or pruning.
+    With FalkorDB it reads a replica of the graph server ([changes]
+    read_replica)."""
+    store = graph_store.open_store(conf, sync=False,
+                                   read_replica=conf.changes.read_replica)
     return loadapp(conf, store=store)
 
 

@@ -68,6 +68,19 @@ changes_opts = [
         'nice', default=10, min=0, max=19,
         help='Niceness tachyon-feed gives itself at start when cpu_policy '
              'is nice (0: the same priority as the API).'),
+    cfg.BoolOpt(
+        'read_replica', default=True,
+        help='With FalkorDB, the feed server follows the graph on a '
+             'private replica of the graph server (a redis-server with the '
+             'FalkorDB module, started and fed by Redis replication), so '
+             'that its reads never make Placement\'s writes wait: FalkorDB '
+             'runs a write only when no read holds the graph. It costs a '
+             'second copy of the graph in memory and the CPU of applying '
+             'the writes; the feed may trail the writes by the '
+             'replication delay (a cursor a client read elsewhere waits '
+             'for the replica). False, or where the server refuses '
+             'replication: the feed reads the server. Neo4j\'s reads do '
+             'not block its writes; this option does not apply to it.'),
     cfg.IntOpt(
         'preflight_workers', default=4, min=1,
         help='Threads of the feed server that run a new request\'s '

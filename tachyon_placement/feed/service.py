@@ -127,7 +127,11 @@ class Feed:
         it; a woken waiter need not, the watcher did."""
         world = self._world(cursor) if fresh else None
         if world is not None and cursor > world.version:
-            raise feed_changes.CursorAhead(0, world.version)
+            world = self._caught_up(cursor, world)
+            if world is None:
+                # The replica has not reached the cursor yet: nothing
+                # after it here for now, and the client keeps its cursor.
+                return [], cursor
         if self.keeps_log:
             found = self.log.after(cursor, limit, wanted)
             if found is not None:
@@ -143,6 +147,29 @@ class Feed:
         everything = feed_changes.from_world(world, cursor, tombstones,
                                              hosts, gone_hosts, consumers)
         return feed_changes.select(everything, limit, world.complete, wanted)
+
+    def _caught_up(self, cursor, world):
+        """The copy of the graph at ``cursor`` or later, when ``world``
+        is older: CursorAhead when the graph is older (restored, imported
+        again); else (a write since ``world`` was read, or where reads lag
+        the writes: the feed server's replica, graph/replica_reads.py) a
+        copy read again until it reaches the cursor, or None after
+        REPLICA_WAIT."""
+        written = self.store.written_version()
+        if cursor > written:
+            raise feed_changes.CursorAhead(0, written)
+        deadline = time.monotonic() + REPLICA_WAIT
+        while True:
+            world = self.store.worlds.current(whole=True)
+            if cursor <= world.version:
+                return world
+            if time.monotonic() > deadline:
+                break
+            time.sleep(REPLICA_PAUSE)
+        LOG.warning('The change feed\'s replica of the graph is at %d, '
+                    '%d writes behind a cursor', world.version,
+                    cursor - world.version)
+        return None
 
     @contextlib.contextmanager
     def polling(self):
@@ -223,6 +250,12 @@ class Feed:
 # Consumers whose providers the feed remembers (a consumer's change reaches
 # the filters of the hosts it left); forgotten all at once past this.
 SEEN_KEPT = 1000000
+
+# How long a read of a cursor that the feed server's replica has not
+# reached yet waits for it (replication takes milliseconds; a replica
+# copying the whole graph again, seconds), and how often it looks.
+REPLICA_WAIT = 2.0
+REPLICA_PAUSE = 0.02
 
 # How long before the streams' marks the watcher refreshes, as a share of
 # the interval between marks.

@@ -49,6 +49,11 @@ class Engine:
     def read(self, statement, **params):
         raise NotImplementedError
 
+    def read_primary(self, statement, **params):
+        """A read where the writes go (where reads may lag them:
+        graph/replica_reads.py)."""
+        return self.read(statement, **params)
+
     def write(self, statement, **params):
         raise NotImplementedError
 

@@ -112,6 +112,10 @@ class FalkorDBEngine(engine.Engine):
         self._password = password
         self._scorer_replica = None
 
+    @property
+    def graph_name(self):
+        return self._graph.name
+
     def _run(self, statement, params, read_only):
         try:
             return self._run_once(statement, params, read_only)

@@ -112,10 +112,17 @@ class Sandbox:
     (weighing.model.ScorerBounds)."""
 
     def __init__(self, bounds, replica_of=None, graph=EMPTY_GRAPH,
-                 redis_server=None, falkordb_module=None):
+                 redis_server=None, falkordb_module=None, watch_memory=True,
+                 max_queued=4):
+        """``watch_memory`` False: no bound on the resident memory (a
+        replica the feed server reads, graph/replica_reads.py, grows with
+        the graph); ``max_queued``: queries FalkorDB queues before it
+        refuses more."""
         self.bounds = bounds
         self.graph = graph
         self._replica_of = replica_of   # (host, port, secret) or None
+        self._watch_memory = watch_memory
+        self._max_queued = max_queued
         binaries = (redis_server, falkordb_module)
         self._binaries = binaries if all(binaries) else None
         self._dir = None
@@ -130,6 +137,10 @@ class Sandbox:
     @property
     def pid(self):
         return self._proc.pid if self._proc is not None else None
+
+    @property
+    def socket_path(self):
+        return os.path.join(self._dir, 's.sock') if self._dir else None
 
     def start(self):
         redis_server, module = self._binaries or _binaries()
@@ -153,7 +164,7 @@ class Sandbox:
             'OMP_THREAD_COUNT', '1', 'TIMEOUT_MAX', timeout_ms,
             'TIMEOUT_DEFAULT', timeout_ms,
             'QUERY_MEM_CAPACITY', str(self.bounds.memory_mib << 20),
-            'MAX_QUEUED_QUERIES', '4']
+            'MAX_QUEUED_QUERIES', str(self._max_queued)]
         environ = dict(os.environ, OMP_WAIT_POLICY='PASSIVE')
         self._proc = subprocess.Popen(
             command, env=environ, stdin=subprocess.DEVNULL,
@@ -179,7 +190,9 @@ class Sandbox:
                                          'RETURN 0')
         else:
             self._wait_synced()
-        self._limit = _rss(self._proc.pid) + (self.bounds.memory_mib << 20)
+        if self._watch_memory:
+            self._limit = _rss(self._proc.pid) + (
+                self.bounds.memory_mib << 20)
         threading.Thread(target=self._watch, name='scorer-sandbox-watch',
                          daemon=True).start()
         return self

@@ -109,8 +109,14 @@ def make_engine(conf):
         revive=server.ensure_running)
 
 
-def open_store(conf, sync=True):
-    store = Store(make_engine(conf))
+def open_store(conf, sync=True, read_replica=False):
+    """``read_replica``: with FalkorDB, read a private replica of the
+    graph server (graph/replica_reads.py; the feed server)."""
+    engine = make_engine(conf)
+    if read_replica and engine.dialect == 'falkordb':
+        from tachyon_placement.graph import replica_reads
+        engine = replica_reads.ReplicaReads(engine)
+    store = Store(engine)
     if sync:
         store.sync()
     return store

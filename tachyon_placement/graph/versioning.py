@@ -85,6 +85,12 @@ class VersionStore:
         """The GraphVersion now."""
         return graph_version_of(self.engine.read(VERSION)[0])
 
+    def written_version(self):
+        """The graph version writes have reached: graph_version, or
+        where reads lag the writes (a replica), the version where the
+        writes go."""
+        return graph_version_of(self.engine.read_primary(VERSION)[0]).version
+
     def settled_version(self):
         """The graph version up to which every write is visible whole."""
         if self.engine.reads_whole_commits:

@@ -207,6 +207,9 @@ class FakeStore:
     def current(self, whole=False):
         return None
 
+    def written_version(self):
+        return self.current().version
+
     def feed_consumers(self, since, upto):
         return {uuid: found for uuid, found in self.consumers.items()
                 if since < found[0] <= upto}
@@ -377,6 +380,49 @@ def test_a_cursor_ahead_of_the_graph_is_gone():
         feed.changes(1135)
     except changes.CursorAhead as exc:
         assert exc.head == 135
+    else:
+        raise AssertionError('a cursor ahead of the graph was answered')
+
+
+def test_a_cursor_ahead_of_a_lagging_replica_waits_for_it(monkeypatch):
+    """In the feed server reads go to a replica (graph/replica_reads.py):
+    a cursor read from the API can be ahead of it by the replication
+    delay.  The read waits for the replica; if it has not come after
+    REPLICA_WAIT the client is told nothing new at its own cursor (never
+    410, never a cursor past changes it did not get)."""
+    from tachyon_placement.feed import service
+    monkeypatch.setattr(service, 'REPLICA_PAUSE', 0.001)
+
+    class Store(FakeStore):
+        def __init__(self, versions):
+            super().__init__()
+            self.versions = list(versions)
+
+        def current(self, whole=False):
+            if len(self.versions) > 1:
+                return FakeWorld(self.versions.pop(0))
+            return FakeWorld(self.versions[0])
+
+        def written_version(self):
+            return 140
+
+        def feed_floor(self):
+            return 0
+
+        def feed_since(self, cursor):
+            return [], [], []
+
+    feed = service.Feed(Store([135, 136, 138, 140]))
+    found, cursor = feed.changes(139)
+    assert (found, cursor) == ([], 140)
+    monkeypatch.setattr(service, 'REPLICA_WAIT', 0.05)
+    feed = service.Feed(Store([135]))
+    assert feed.changes(139) == ([], 139)
+    # Ahead of the writes too: gone, with the graph's head.
+    try:
+        feed.changes(141)
+    except changes.CursorAhead as exc:
+        assert exc.head == 140
     else:
         raise AssertionError('a cursor ahead of the graph was answered')
 
