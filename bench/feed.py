@@ -77,6 +77,12 @@ class FeedServer:
     def pids(self):
         return [self.proc.pid] if self.proc and self.proc.alive() else []
 
+    def replica_pids(self):
+        """Its replica of the graph server (graph/replica_reads.py), a
+        redis-server it started; none with Neo4j or read_replica off."""
+        return [pid for pid in _engine_pids()
+                if self.proc and _parent(pid) == self.proc.pid]
+
     def slow_readers(self):
         """Subscribers it cut for not reading since it started (its log,
         which earlier runs appended to, says so)."""
@@ -498,6 +504,14 @@ def _engine_pids():
     return pids
 
 
+def _parent(pid):
+    try:
+        with open('/proc/%d/stat' % pid, 'rb') as stat:
+            return int(stat.read().rsplit(b')', 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _cpu_by_part(parts):
     """{part: CPU seconds its processes used so far} for parts given as
     {name: callable returning pids}, plus the machine's busy seconds."""
@@ -508,17 +522,19 @@ def _cpu_by_part(parts):
 
 
 class Sampler(threading.Thread):
-    """The feed server's RSS, sampled every half second: the largest."""
+    """The feed server's RSS (with its replica's), sampled every half
+    second: the largest."""
 
-    def __init__(self, pid):
+    def __init__(self, pids):
         super().__init__(daemon=True)
-        self.pid = pid
+        self.pids = pids
         self.most = 0
         self.stop_event = threading.Event()
 
     def run(self):
         while not self.stop_event.wait(0.5):
-            self.most = max(self.most, svcs.rss_kib(self.pid) or 0)
+            self.most = max(self.most, sum(svcs.rss_kib(pid) or 0
+                                           for pid in self.pids()))
 
     def stop(self):
         self.stop_event.set()
@@ -567,20 +583,27 @@ def run(client, tachyon, cloud, args, record, started, say):
               args.feed_subscriber_nice, args.feed_stalled,
               args.feed_everything, names, commands, answers))
     subscribers.start()
-    idle_rss = svcs.rss_kib(server.proc.pid)
-    engine_pids = _engine_pids()
+
+    def feed_pids():
+        # The feed server and its replica of the engine.
+        return server.pids() + server.replica_pids()
+    idle_rss = sum(svcs.rss_kib(pid) or 0 for pid in feed_pids())
+    replica_rss = sum(svcs.rss_kib(pid) or 0
+                      for pid in server.replica_pids())
+    engine_pids = [pid for pid in _engine_pids()
+                   if pid not in server.replica_pids()]
 
     def api_pids():
         return [pid for pid in tachyon.pids() if pid not in engine_pids]
     parts = {'api': api_pids, 'engine': lambda: engine_pids,
-             'feed': server.pids,
+             'feed': server.pids, 'feed_replica': server.replica_pids,
              'subscribers': lambda: [subscribers.pid],
              'writers': lambda: [child.pid for child, _ in writing.children]}
     # {subscribed: [{part: cores used during a turn's measurement}]}
     cores = {False: [], True: []}
     try:
         for subscribed in order:
-            sampler = Sampler(server.proc.pid)
+            sampler = Sampler(feed_pids)
             sampler.start()
             if subscribed:
                 commands.put('follow')
@@ -660,6 +683,7 @@ def run(client, tachyon, cloud, args, record, started, say):
                 errors=poll_errors, out_of_order=disordered,
                 slow_readers_cut=server.slow_readers(),
                 feed_rss_idle_mib=round(idle_rss / 1024.0, 1),
+                replica_rss_idle_mib=round(replica_rss / 1024.0, 1),
                 feed_rss_max_mib=round(max(feed_rss) / 1024.0, 1),
                 delivery_ms=delivery, probes=len(probe_latencies))
         results[subscribed] = (entry, put_entry)
