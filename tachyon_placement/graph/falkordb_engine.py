@@ -192,7 +192,7 @@ class FalkorDBEngine(engine.Engine):
         with self._lock:
             if self._scorer_replica is None:
                 self._scorer_replica = scorer_sandbox.Replica(
-                    self._connect_raw, self._graph.name, bounds)
+                    self.connect_raw, self._graph.name, bounds)
             replica = self._scorer_replica
         return self.sandboxed_rows(replica, text, bounds, max_rows)
 
@@ -202,7 +202,7 @@ class FalkorDBEngine(engine.Engine):
         if replica is not None:
             replica.close()
 
-    def _connect_raw(self):
+    def connect_raw(self):
         """A new socket to this server, authenticated when it needs it
         (the scorer replica's relay, graph/scorer_sandbox.py)."""
         if self._address[0] == 'unix':

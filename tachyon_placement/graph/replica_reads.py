@@ -15,9 +15,9 @@ The replica is a scorer_sandbox.Sandbox without a memory bound (it grows
 with the graph), started by the process at once and again, from a thread
 kept for it, when it dies (a sandbox is killed with the thread that
 started it, and the thread of a read may end).  Its reads may lag the
-server's writes by the replication delay: ``lags`` says so, and
-``read_primary`` reads the server (the feed tells a cursor ahead of its
-replica from one ahead of the graph with it).  When the server cannot be
+server's writes by the replication delay: ``read_primary`` reads the
+server (the feed tells a cursor ahead of its replica from one ahead of
+the graph with it).  When the server cannot be
 replicated (a managed one refusing SYNC), the reads go to the server, as
 without a replica.
 """
@@ -53,60 +53,35 @@ class ReplicaReads(engine.Engine):
     def __init__(self, primary, **binaries):
         """``primary``: the FalkorDBEngine of the serving server."""
         self.primary = primary
-        self._binaries = binaries
+        self._replica = scorer_sandbox.Replica(
+            primary.connect_raw, primary.graph_name, BOUNDS,
+            watch_memory=False, max_queued=MAX_QUEUED, **binaries)
         self._lock = threading.Lock()
         # A sandbox dies with the thread that started it: this one stays.
         self._starter = concurrent.futures.ThreadPoolExecutor(
             1, thread_name_prefix='tachyon-feed-replica')
-        self._relay = None
-        self._sandbox = None
         self._reads = None      # the FalkorDBEngine of the replica
-        self.lags = False       # True while reads go to the replica
-        self.restarts = 0
         self._closed = False
         self._start()
 
-    # -- the replica --------------------------------------------------------
-
     def _start(self):
+        """Reads on a replica running now, or on the server when none can
+        be made."""
+        reads, self._reads = self._reads, None
+        if reads is not None:
+            reads.close()
         try:
-            self._starter.submit(self._start_replica).result()
+            sandbox = self._starter.submit(self._replica.running).result()
         except (scorer_sandbox.SandboxError, OSError) as exc:
             LOG.warning('The feed server reads the graph server itself: '
                         'no replica of it could be made (%s)', exc)
-            self._stop_replica()
-
-    def _start_replica(self):
-        self._stop_replica()
-        if self._relay is None:
-            self._relay = scorer_sandbox.Relay(self.primary._connect_raw)
-            scorer_sandbox._sync_at_once(self.primary._connect_raw)
-        sandbox = scorer_sandbox.Sandbox(
-            BOUNDS, replica_of=('127.0.0.1', self._relay.port,
-                                self._relay.secret),
-            graph=self.primary.graph_name, watch_memory=False,
-            max_queued=MAX_QUEUED, **self._binaries).start()
-        self._sandbox = sandbox
+            self._replica.close()
+            return
         self._reads = falkordb_engine.FalkorDBEngine(
             self.primary.graph_name, unix_socket_path=sandbox.socket_path,
             local_locks=False)
-        self.lags = True
         LOG.info('The feed server reads a replica of the graph server '
                  '(pid %d)', sandbox.pid)
-
-    def _stop_replica(self):
-        self.lags = False
-        reads, self._reads = self._reads, None
-        sandbox, self._sandbox = self._sandbox, None
-        if reads is not None:
-            reads.close()
-        if sandbox is not None:
-            sandbox.stop()
-
-    @property
-    def replica_pid(self):
-        sandbox = self._sandbox
-        return sandbox.pid if sandbox is not None else None
 
     # -- the engine -----------------------------------------------------------
 
@@ -123,7 +98,6 @@ class ReplicaReads(engine.Engine):
             if self._closed:
                 raise engine.GraphError('the engine is closed')
             if self._reads is reads:
-                self.restarts += 1
                 LOG.warning('The feed server\'s replica of the graph '
                             'stopped: starting another')
                 self._start()
@@ -171,9 +145,8 @@ class ReplicaReads(engine.Engine):
             if self._closed:
                 return
             self._closed = True
-        self._stop_replica()
-        if self._relay is not None:
-            self._relay.close()
-            self._relay = None
+        if self._reads is not None:
+            self._reads.close()
+        self._replica.close()
         self._starter.shutdown(wait=False)
         self.primary.close()

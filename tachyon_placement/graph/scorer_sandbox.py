@@ -514,24 +514,34 @@ def check(text, bounds, **binaries):
 
 class Replica:
     """A sandbox replicating the serving server, kept between collection
-    cycles and started again after a scorer broke it."""
+    cycles and started again after a scorer broke it (or, for the feed
+    server's reads, graph/replica_reads.py, after it died)."""
 
-    def __init__(self, connect, graph, bounds, **binaries):
+    def __init__(self, connect, graph, bounds, **options):
         """``connect()``: a new socket to the serving server, ready for
-        commands; ``graph``: the serving graph's name."""
+        commands; ``graph``: the serving graph's name; ``options``:
+        Sandbox's (its binaries, watch_memory, max_queued)."""
         self._connect = connect
         self.graph = graph
         self.bounds = bounds
-        self._binaries = binaries
+        self._options = options
         self._relay = None
         self._sandbox = None
         self._lock = threading.Lock()
 
     def query(self, text, max_rows=None):
         with self._lock:
-            if self._sandbox is None or not self._sandbox.alive():
-                self._restart()
-            return self._sandbox.query(text, max_rows)
+            return self._running().query(text, max_rows)
+
+    def running(self):
+        """The sandbox, started again if it is not running."""
+        with self._lock:
+            return self._running()
+
+    def _running(self):
+        if self._sandbox is None or not self._sandbox.alive():
+            self._restart()
+        return self._sandbox
 
     def _restart(self):
         self._stop_sandbox()
@@ -541,7 +551,7 @@ class Replica:
         self._sandbox = Sandbox(
             self.bounds,
             replica_of=('127.0.0.1', self._relay.port, self._relay.secret),
-            graph=self.graph, **self._binaries).start()
+            graph=self.graph, **self._options).start()
 
     def _stop_sandbox(self):
         if self._sandbox is not None:
