@@ -376,12 +376,9 @@ def test_a_cursor_ahead_of_the_graph_is_gone():
         def current(self, whole=False):
             return FakeWorld(135)
     feed = service.Feed(Store())
-    try:
+    with pytest.raises(changes.CursorAhead) as gone:
         feed.changes(1135)
-    except changes.CursorAhead as exc:
-        assert exc.head == 135
-    else:
-        raise AssertionError('a cursor ahead of the graph was answered')
+    assert gone.value.head == 135
 
 
 def test_a_cursor_ahead_of_a_lagging_replica_waits_for_it(monkeypatch):
@@ -419,12 +416,9 @@ def test_a_cursor_ahead_of_a_lagging_replica_waits_for_it(monkeypatch):
     feed = service.Feed(Store([135]))
     assert feed.changes(139) == ([], 139)
     # Ahead of the writes too: gone, with the graph's head.
-    try:
+    with pytest.raises(changes.CursorAhead) as gone:
         feed.changes(141)
-    except changes.CursorAhead as exc:
-        assert exc.head == 140
-    else:
-        raise AssertionError('a cursor ahead of the graph was answered')
+    assert gone.value.head == 140
 
 
 _VALUES = ('a', 'b', 'c', 'd')
