@@ -882,7 +882,9 @@ class RssSampler(threading.Thread):
         now_busy, now_total = machine_cpu_seconds()
         used = {name: round(seconds - services.get(name, 0.0), 2)
                 for name, seconds in self._service_cpu().items()}
-        share = (now_busy - busy) / (now_total - total) if (
+        # (min: the busy and total seconds are sums of floats, and a
+        # machine busy throughout came out a hair above 1.)
+        share = min(1.0, (now_busy - busy) / (now_total - total)) if (
             now_total > total) else None
         return used, share
 

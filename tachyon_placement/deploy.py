@@ -60,7 +60,7 @@ def warm_up(store):
     starting its own (graph/snapshot.py's WorldCache lock)."""
     def load():
         try:
-            reader = store.candidate_reader()
+            reader = store.candidates.reader()
             reader.search_snapshot(reader.sharing_providers(), set())
         except Exception:  # noqa: BLE001 - the first request loads it
             LOG.exception('Loading the provider graph at start-up failed')

@@ -25,6 +25,9 @@ ENV_ERROR_CODE = 'placement.error_code'
 ENV_CONTEXT = 'placement.context'
 ENV_APP = 'tachyon.app'
 ENV_QUERY_CHECKED = 'tachyon.query_checked'
+# The StoreView of the stores the handler serving the request named
+# (handler's ``uses``).
+ENV_STORES = 'tachyon.stores'
 JSON = 'application/json'
 
 _FORMAT_CHECKER = jsonschema.FormatChecker()
@@ -133,7 +136,9 @@ class Request(webob.Request):
 
     @property
     def store(self):
-        return self.app.store
+        """The stores the handler named (``@handler(uses=...)``), by
+        name: ``req.store.providers``; no other."""
+        return self.environ.get(ENV_STORES) or NO_STORES
 
     @property
     def conf(self):
@@ -325,21 +330,37 @@ def latest(timestamps):
     return max(present) if present else None
 
 
+class StoreView:
+    """The stores of graph.store.Store a handler named, as attributes:
+    reaching any other is an AttributeError (a 500 the tests catch)."""
+
+    def __init__(self, store, names):
+        for name in names:
+            setattr(self, name, getattr(store, name))
+
+
+NO_STORES = StoreView(None, ())
+
+
 def handler(min_version=None, max_version=None, accept=None, content=None,
-            versions=microversion.VERSIONS):
-    """Declare a handler's microversion range and media types.
+            versions=microversion.VERSIONS, uses=()):
+    """Declare a handler's microversion range, media types and stores.
 
     Outside the range the request gets 404 (as Placement does).  ``accept``
     gives 406 for an Accept header it cannot satisfy; ``content`` gives 415
     for a body of another media type.  ``versions``: the API's versions
     (Placement's; microversion.TACHYON_VERSIONS on Tachyon's own routes).
+    ``uses``: the names of the stores (graph.store.Store's attributes) it
+    reads or writes, the only ones ``req.store`` then holds.
     """
     low = microversion.parse(min_version or versions[0])
     high = microversion.parse(max_version or versions[-1])
+    uses = tuple(uses)
 
     def decorator(func):
         @functools.wraps(func)
         def wrapper(req):
+            req.environ[ENV_STORES] = StoreView(req.app.store, uses)
             if not (low <= req.version <= high):
                 raise errors.NotFound(None)
             if accept and req.accept:
@@ -353,6 +374,7 @@ def handler(min_version=None, max_version=None, accept=None, content=None,
                                        'good_type': content})
             return func(req)
         wrapper.version_range = (low, high)
+        wrapper.uses = uses
         return wrapper
     return decorator
 
@@ -370,6 +392,7 @@ def versioned(*implementations):
                 return impl(req)
         raise errors.NotFound(None)
     dispatch.__name__ = implementations[0].__name__
+    dispatch.implementations = implementations
     return dispatch
 
 

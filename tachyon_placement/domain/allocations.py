@@ -211,7 +211,7 @@ def check_consumer_generations(consumers, client_generations):
 def check_classes_exist(store, names):
     """Once, before any lock is held: classes are not what writers race
     on."""
-    missing = store.missing_resource_classes(names)
+    missing = store.resource_classes.missing(names)
     if missing:
         raise UnknownResourceClass(
             'No such resource class %s.' % sorted(missing)[0])
@@ -238,7 +238,7 @@ def _claimed(store, requests, requested_rps, client_generations):
     if any(generation is not None
            for generation in (client_generations or {}).values()):
         return False
-    providers = store.held_provider_states(requested_rps)
+    providers = store.allocations.held_provider_states(requested_rps)
     if providers is None:
         return False
     try:
@@ -248,7 +248,7 @@ def _claimed(store, requests, requested_rps, client_generations):
         return False
     claims = [dict(delta, **providers[delta['rp']].inventories[
         delta['rc']].as_dict()) for delta in plan.deltas]
-    return store.write_claim(plan, claims)
+    return store.allocations.write_claim(plan, claims)
 
 
 def apply(store, requests, retries, client_generations=None):
@@ -273,11 +273,11 @@ def apply(store, requests, retries, client_generations=None):
         return
 
     def attempt():
-        consumers, providers = store.write_states(
+        consumers, providers = store.allocations.write_states(
             [r.uuid for r in requests], requested_rps)
         check_consumer_generations(consumers, client_generations)
         check_providers_exist(requested_rps, providers)
-        return store.write_allocations(plan_write(
+        return store.allocations.write(plan_write(
             requests, consumers, providers))
 
     if not retries.write(store, requested_rps, [r.uuid for r in requests],
@@ -297,6 +297,6 @@ def remove_allocations(store, consumer_uuid):
     generations alone as Placement does; NoAllocations when it holds none.
     Nothing to check against what it holds: the store does it in one
     write (graph/allocations.py REMOVE), with no read before it."""
-    if not store.remove_allocations(consumer_uuid):
+    if not store.allocations.remove(consumer_uuid):
         raise NoAllocations(
             "No allocations for consumer '%s'" % consumer_uuid)

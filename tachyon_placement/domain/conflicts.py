@@ -92,12 +92,13 @@ class ConflictRetries:
         its guarded write went through) until one goes through, each in
         this process's lane for those providers and consumers and in a
         write section of the store (whose reads take the engine's locks,
-        see AllocationStore.write_states).  False when every attempt lost
-        its race."""
+        see graph AllocationStore.write_states).  False when every
+        attempt lost its race."""
         keys = set(provider_uuids) | set(consumer_uuids)
         for _attempt in self:
             written = False
-            with self.lane(keys), store.locked_for_write(keys) as section:
+            with self.lane(keys), store.allocations.locked_for_write(
+                    keys) as section:
                 written = attempt()
             # A section the engine rolled back (a deadlock found at
             # commit) wrote nothing.

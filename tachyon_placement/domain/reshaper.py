@@ -97,12 +97,12 @@ def apply(store, new_inventories, requests, retries,
     allocations.check_classes_exist(store, requested_classes)
 
     def attempt():
-        consumers, providers = store.write_states(
+        consumers, providers = store.allocations.write_states(
             [r.uuid for r in requests],
             set(requested_rps) | set(new_inventories))
         allocations.check_consumer_generations(consumers, client_generations)
         allocations.check_providers_exist(requested_rps, providers)
-        return store.write_reshape(plan_reshape(
+        return store.reshapes.write(plan_reshape(
             new_inventories, requests, consumers, providers))
 
     if retries.write(store, set(requested_rps) | set(new_inventories),

@@ -61,7 +61,7 @@ class Feed:
             self.log.reset(world.complete)
             return
         try:
-            consumers = self.store.feed_consumers(since, world.complete)
+            consumers = self.store.changes.consumers(since, world.complete)
         except Exception:   # noqa: BLE001 - complete from here on only
             self.log.reset(world.complete)
             return
@@ -98,7 +98,7 @@ class Feed:
     def floor(self):
         """The oldest cursor still answered (tombstones before it are
         pruned)."""
-        return self.store.feed_floor()
+        return self.store.changes.floor()
 
     def head(self):
         """The cursor now: where a new subscriber starts."""
@@ -142,8 +142,8 @@ class Feed:
         # Older than this process's log (or no log): from its copy of the
         # graph and what the engine keeps of deletions and consumers.
         world = world or self.store.worlds.current(whole=True)
-        tombstones, hosts, gone_hosts = self.store.feed_since(cursor)
-        consumers = self.store.feed_consumers(cursor, world.complete)
+        tombstones, hosts, gone_hosts = self.store.changes.since(cursor)
+        consumers = self.store.changes.consumers(cursor, world.complete)
         everything = feed_changes.from_world(world, cursor, tombstones,
                                              hosts, gone_hosts, consumers)
         return feed_changes.select(everything, limit, world.complete, wanted)
@@ -155,7 +155,7 @@ class Feed:
         the writes: the feed server's replica, graph/replica_reads.py) a
         copy read again until it reaches the cursor, or None after
         REPLICA_WAIT."""
-        written = self.store.written_version()
+        written = self.store.versions.written()
         if cursor > written:
             raise feed_changes.CursorAhead(0, written)
         deadline = time.monotonic() + REPLICA_WAIT
@@ -285,7 +285,7 @@ def start_pruning(store, keep, interval):
         while True:
             time.sleep(interval)
             try:
-                store.prune_feed(keep)
+                store.changes.prune(keep)
             except Exception:       # the next round tries again
                 pass
     thread = threading.Thread(target=prune, name='tachyon-feed-pruning',

@@ -64,10 +64,14 @@ SET_PROVIDER = Statement('aggregate_set_provider',
 _CREATE_RACE_RETRIES = 3
 
 
-class AggregateStore:
-    """Mixin of Store: provider aggregate membership."""
+class AggregateStore(engine.ResourceStore):
+    """Store.aggregates: providers' aggregates."""
 
-    def provider_aggregates(self, uuid):
+    def __init__(self, engine, providers):
+        super().__init__(engine)
+        self._providers = providers         # ProviderStore
+
+    def of_provider(self, uuid):
         """(Provider, [aggregate uuid] sorted), or NotFound."""
         rows = self.engine.read(FOR_PROVIDER, uuid=uuid)
         if not rows:
@@ -76,7 +80,7 @@ class AggregateStore:
         return (providers.provider_from_row(rows[0]['rp']),
                 sorted(rows[0]['aggregates']))
 
-    def set_provider_aggregates(self, uuid, aggregates, generation=None):
+    def set_for_provider(self, uuid, aggregates, generation=None):
         """Replace provider ``uuid``'s aggregates by ``aggregates``.
 
         With ``generation`` (1.19+) only if the provider is still at that
@@ -100,7 +104,7 @@ class AggregateStore:
                     raise
         if rows:
             return rows[0]['generation']
-        if self.find_provider(uuid) is None:
+        if self._providers.find(uuid) is None:
             raise errors.NotFound(
                 'No resource provider with uuid %s found' % uuid, uuid=uuid)
         raise errors.ConcurrentUpdate(uuid=uuid)

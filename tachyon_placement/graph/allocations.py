@@ -284,8 +284,12 @@ def _inventory(data):
                                if value is not None})
 
 
-class AllocationStore:
-    """Mixin of Store: consumers and allocations."""
+class AllocationStore(engine.ResourceStore):
+    """Store.allocations: consumers and allocations."""
+
+    def __init__(self, engine, worlds):
+        super().__init__(engine)
+        self._worlds = worlds       # the process's copies of the graph
 
     def write_states(self, consumer_uuids, provider_uuids):
         """What one attempt of a write reads (see _STATES), as
@@ -320,7 +324,7 @@ class AllocationStore:
         """{uuid: ProviderState} of ``provider_uuids`` as the process's
         copy of the graph holds them (no I/O: it may be behind), or None
         when it holds no copy yet or lacks one of them."""
-        world = self.worlds.latest()
+        world = self._worlds.latest()
         if world is None:
             return None
         states = {}
@@ -344,7 +348,7 @@ class AllocationStore:
         except engine.ConstraintViolation:
             return False  # another writer created one of the consumers
 
-    def remove_allocations(self, consumer_uuid):
+    def remove(self, consumer_uuid):
         """Remove every allocation of ``consumer_uuid`` and the consumer
         (see REMOVE); False when it holds none (nothing written)."""
         return bool(self.engine.write(REMOVE, uuid=consumer_uuid))
@@ -356,7 +360,7 @@ class AllocationStore:
         and consumers asked for."""
         return self.engine.exclusive(keys)
 
-    def write_allocations(self, plan):
+    def write(self, plan):
         """Apply a WritePlan; False when a guard failed (state changed)."""
         try:
             return bool(self.engine.write(WRITE, **plan.as_params()))
@@ -364,7 +368,7 @@ class AllocationStore:
             # Another writer created one of our new consumers first.
             return False
 
-    def allocations_for_consumer(self, uuid):
+    def of_consumer(self, uuid):
         """(ConsumerState or None, {rp: generation}, last modified)."""
         rows = self.engine.read(FOR_CONSUMER, uuid=uuid)
         if not rows:
@@ -383,7 +387,7 @@ class AllocationStore:
                         if row['modified'] is not None), default=None)
         return state, generations, models.from_millis(modified)
 
-    def allocations_for_provider(self, uuid):
+    def of_provider(self, uuid):
         """(generation, {consumer: {'resources', 'consumer_generation'}},
         last modified), or None when the provider does not exist."""
         rows = self.engine.read(FOR_PROVIDER, uuid=uuid)
@@ -411,9 +415,9 @@ RETURN c.uuid AS consumer, c.consumer_type AS consumer_type,
 """)
 
 
-class UsageStore:
-    """Mixin of Store: allocation rows behind GET /usages."""
+class UsageStore(engine.ResourceStore):
+    """Store.usages: allocation rows behind GET /usages."""
 
-    def project_usage_rows(self, project_id, user_id=None):
+    def project_rows(self, project_id, user_id=None):
         return self.engine.read(PROJECT_USAGE, project_id=project_id,
                                 user_id=user_id)

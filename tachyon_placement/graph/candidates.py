@@ -1,24 +1,14 @@
-"""The reads behind GET /allocation_candidates.
+"""The reads behind GET /allocation_candidates, answered from the
+process's copy of the graph (graph/snapshot.py World): no statement runs
+for a search.
 
-A handful of static statements, whatever the request:
-
-* ``SHARING`` lists the sharing providers (MISC_SHARES_VIA_AGGREGATE, few
-  in any cloud) with the roots of their aggregate mates: the trees each
-  one can serve.
-* Probes bound the roots a candidate can be anchored at.  Each starts from
-  an index (a trait, an aggregate, a resource class) and returns the roots
-  of the providers it matches.  The selective probes (traits, aggregates)
-  run first; the resource probes then only look in the trees those
-  allowed (and the sharing providers', which reach across trees).
-* ``ROOTS`` orders the surviving roots by creation.
-* ``TREES`` loads whole trees, with traits, aggregates and inventories
-  (``used`` is kept on the PROVIDES edge: no allocation is read).  The
-  search asks for them in batches, in the order it visits roots, sized so
-  that a request with a limit stops loading when it has its candidates.
-
-Probes and ``ROOTS`` answer with one row of lists and ``TREES`` with one
-string per inventory: decoding many small values costs far more than the
-queries themselves.  The search is ``domain.candidates``.
+A WorldReader answers what domain.candidates asks: the sharing providers
+(MISC_SHARES_VIA_AGGREGATE) with the trees each one can serve; probes
+(a trait, an aggregate, a resource class with room) bounding the roots a
+candidate can be anchored at, from the World's indexes; the roots in
+Placement's order (creation) or best first by the weighers; and the
+search's snapshot of every tree, built once per World and patched from
+the previous one's unchanged trees.
 """
 import operator
 import random
@@ -27,241 +17,22 @@ import time
 import weakref
 
 from tachyon_placement.domain import candidates as domain
-from tachyon_placement.domain import models
 from tachyon_placement.graph import snapshot as snapshot_module
-from tachyon_placement.graph.cypher import Statement
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
 
-SHARING = Statement('cand_sharing', common="""
-MATCH (:Trait {name: $sharing})<-[:HAS_TRAIT]-(rp:ResourceProvider)
-OPTIONAL MATCH (rp)-[:MEMBER_OF]->(:Aggregate)<-[:MEMBER_OF]-
-               (mate:ResourceProvider)
-RETURN rp.uuid AS uuid, rp.root_uuid AS root_uuid,
-       collect(DISTINCT mate.root_uuid) AS mates
-""")
 
-# One row per probe: the roots of the matching providers and, for
-# aggregates, the matching providers themselves.  A sharing provider
-# counts as matched when its root is listed (a bound may be loose, never
-# too tight).
-PROBE_TRAITS = Statement('cand_probe_traits', common="""
-UNWIND $probes AS probe
-UNWIND probe.names AS trait_name
-MATCH (:Trait {name: trait_name})<-[:HAS_TRAIT]-(rp:ResourceProvider)
-WHERE NOT probe.roots_only OR rp.parent_uuid IS NULL
-RETURN probe.key AS key, collect(DISTINCT rp.root_uuid) AS roots,
-       [] AS uuids
-""")
+class Candidates:
+    """Store.candidates: what the allocation candidate search reads,
+    answered from the process's copy of the graph (graph/snapshot.py)."""
 
-PROBE_AGGREGATES = Statement('cand_probe_aggregates', common="""
-UNWIND $probes AS probe
-UNWIND probe.names AS agg_uuid
-MATCH (:Aggregate {uuid: agg_uuid})<-[:MEMBER_OF]-(rp:ResourceProvider)
-RETURN probe.key AS key, collect(DISTINCT rp.root_uuid) AS roots,
-       collect(DISTINCT rp.uuid) AS uuids
-""")
+    def __init__(self, worlds, sweep_frozen):
+        self._worlds = worlds
+        self._sweep_frozen = sweep_frozen
 
-# Placement's capacity test; the domain repeats it exactly, this only has
-# to keep every provider that could pass.
-_HAS_ROOM = """
-WHERE (probe.root IS NULL OR rp.root_uuid = probe.root)
-  AND coalesce(inv.used, 0) + probe.amount <=
-      (inv.total - coalesce(inv.reserved, 0))
-      * coalesce(inv.allocation_ratio, 1.0)
-  AND coalesce(inv.min_unit, 1) <= probe.amount
-  AND coalesce(inv.max_unit, inv.total) >= probe.amount
-  AND probe.amount % coalesce(inv.step_size, 1) = 0
-RETURN probe.key AS key, collect(DISTINCT rp.root_uuid) AS roots,
-       [] AS uuids
-"""
-
-# Unbounded: from the resource class.
-PROBE_RESOURCES = Statement('cand_probe_resources', common="""
-UNWIND $probes AS probe
-MATCH (:ResourceClass {name: probe.rc})<-[inv:PROVIDES]-(rp:ResourceProvider)
-""" + _HAS_ROOM)
-
-# Bounded by the roots the other probes allowed: from those trees.
-PROBE_RESOURCES_IN_ROOTS = Statement(
-    'cand_probe_resources_in_roots', common="""
-UNWIND $roots AS wanted_root
-MATCH (rp:ResourceProvider {root_uuid: wanted_root})-[inv:PROVIDES]->
-      (rc:ResourceClass)
-UNWIND $probes AS probe
-WITH probe, rp, inv, rc
-WHERE rc.name = probe.rc
-WITH probe, rp, inv
-""" + _HAS_ROOM)
-
-PROVIDERS = Statement('cand_providers', common="""
-UNWIND $uuids AS wanted
-MATCH (rp:ResourceProvider {uuid: wanted})
-RETURN rp.uuid AS uuid, rp.root_uuid AS root_uuid
-""")
-
-# One row: creation seq and uuid of each of $uuids that is a root.
-ROOTS = Statement('cand_roots', common="""
-UNWIND $uuids AS wanted
-MATCH (rp:ResourceProvider {uuid: wanted})
-WHERE rp.parent_uuid IS NULL
-RETURN collect(rp.seq) AS seqs, collect(rp.uuid) AS uuids
-""")
-
-_INVENTORY_FIELDS = (('total', int), ('reserved', int), ('min_unit', int),
-                     ('max_unit', int), ('step_size', int),
-                     ('allocation_ratio', float), ('used', int))
-# "NAME total reserved ... used" (resource class names have no space); an
-# absent field is an empty word.
-_INVENTORY = " + ' ' + ".join(
-    ['rc.name'] + ["coalesce(toString(inv.%s), '')" % field
-                   for field, _kind in _INVENTORY_FIELDS])
-
-TREES = Statement('cand_trees', common="""
-UNWIND $roots AS wanted_root
-MATCH (rp:ResourceProvider {root_uuid: wanted_root})
-OPTIONAL MATCH (rp)-[:HAS_TRAIT]->(t:Trait)
-WITH rp, collect(t.name) AS traits
-OPTIONAL MATCH (rp)-[:MEMBER_OF]->(a:Aggregate)
-WITH rp, traits, collect(a.uuid) AS aggregates
-OPTIONAL MATCH (rp)-[inv:PROVIDES]->(rc:ResourceClass)
-RETURN rp.uuid AS uuid, rp.parent_uuid AS parent_uuid,
-       rp.root_uuid AS root_uuid, rp.seq AS seq, traits, aggregates,
-       collect(%s) AS inventories
-""" % _INVENTORY)
-
-_PROBE_STATEMENTS = {'traits': PROBE_TRAITS, 'aggs': PROBE_AGGREGATES,
-                     'rc': PROBE_RESOURCES}
-
-
-def _inventory(text):
-    name, *values = text.split(' ')
-    fields = {field: kind(float(value)) for (field, kind), value
-              in zip(_INVENTORY_FIELDS, values) if value != ''}
-    return models.Inventory(resource_class=name, **fields)
-
-
-class CandidateStore:
-    """Mixin of Store: what the allocation candidate search reads.
-
-    ``candidate_reader()`` answers the same questions from the per-process
-    copy of the graph (graph/snapshot.py) when the store keeps one; the
-    methods here ask the engine.
-    """
-
-    def candidate_reader(self, in_memory=True):
-        worlds = getattr(self, 'worlds', None)
-        if in_memory and worlds is not None:
-            return self._world_reader()
-        return self
-
-    def _world_reader(self):
+    def reader(self):
         """A WorldReader of the process's current copy of the graph."""
-        return WorldReader(self.worlds.current(),
-                           self.engine.leaves_cycles_in_flight)
-
-    def sharing_providers(self):
-        """{uuid: (root uuid, frozenset of the roots it can serve)} of
-        every sharing provider."""
-        return {row['uuid']: (row['root_uuid'],
-                              frozenset(row['mates']) | {row['root_uuid']})
-                for row in self.engine.read(
-                    SHARING, sharing=domain.SHARING_TRAIT)}
-
-    def provider_roots(self, uuids):
-        """{uuid: its root uuid} for the providers that exist."""
-        if not uuids:
-            return {}
-        return {row['uuid']: row['root_uuid']
-                for row in self.engine.read(PROVIDERS,
-                                            uuids=sorted(set(uuids)))}
-
-    def weighed(self, roots, request, staleness_limit, subset_size=1):
-        """As WorldReader.weighed: weighers score the trees of the
-        process's copy of the graph; Placement's order from the engine."""
-        return self._world_reader().weighed(
-            roots, request, staleness_limit, subset_size,
-            placement_order=self.order_roots)
-
-    def affinity_refiner(self, numa_free_metric=None, staleness_limit=0):
-        """As WorldReader.affinity_refiner."""
-        return self._world_reader().affinity_refiner(
-            numa_free_metric, staleness_limit)
-
-    def option_key(self, request, staleness_limit):
-        """As WorldReader.option_key."""
-        return self._world_reader().option_key(
-            request, staleness_limit)
-
-    def order_roots(self, uuids):
-        """The root providers among ``uuids``, oldest first."""
-        if not uuids:
-            return []
-        rows = self.engine.read(ROOTS, uuids=sorted(uuids))
-        if not rows:
-            return []
-        return [uuid for _seq, uuid in sorted(
-            zip((seq or 0 for seq in rows[0]['seqs']), rows[0]['uuids']))]
-
-    def run_probes(self, probes, sharing, roots=None):
-        """{probe key: domain.ProbeResult} for ``probes`` of any kinds.
-
-        ``sharing`` as returned by sharing_providers(); ``roots`` (resource
-        probes only): look in these trees (and the sharing providers')
-        only.
-        """
-        found = {probe.key: domain.ProbeResult() for probe in probes}
-        by_kind = {}
-        for probe in probes:
-            by_kind.setdefault(probe.kind, []).append(probe.as_params())
-        reach_of_root = {}
-        for root, reach in sharing.values():
-            reach_of_root.setdefault(root, set()).update(reach)
-        for kind, params in sorted(by_kind.items()):
-            statement = _PROBE_STATEMENTS[kind]
-            extra = {}
-            if kind == 'rc' and roots is not None:
-                statement = PROBE_RESOURCES_IN_ROOTS
-                extra['roots'] = sorted(set(roots) | set(reach_of_root))
-            for row in self.engine.read(statement, probes=params, **extra):
-                uuids = frozenset(row['uuids'])
-                reach = set()
-                if kind == 'aggs':
-                    # Exactly the sharing providers in the aggregates.
-                    for uuid in uuids.intersection(sharing):
-                        reach |= sharing[uuid][1]
-                else:
-                    for root in row['roots']:
-                        reach |= reach_of_root.get(root, set())
-                found[row['key']] = domain.ProbeResult(
-                    roots=frozenset(row['roots']), reach=frozenset(reach),
-                    uuids=uuids)
-        return found
-
-    def search_snapshot(self, sharing, roots):
-        """(domain.Snapshot, load) for domain.find_candidates: the trees
-        of the sharing providers that reach ``roots`` up front, the others
-        loaded as the search gets to them."""
-        snapshot = domain.Snapshot(
-            self.candidate_trees({root for root, reach in sharing.values()
-                                  if reach & roots}),
-            mates=_mates(sharing))
-        return snapshot, self.candidate_trees
-
-    def candidate_trees(self, roots):
-        """[domain.ProviderNode] of the whole trees of ``roots``."""
-        if not roots:
-            return []
-        nodes = []
-        for row in self.engine.read(TREES, roots=sorted(roots)):
-            inventories = [_inventory(text) for text in row['inventories']]
-            nodes.append(domain.ProviderNode(
-                row['uuid'], parent_uuid=row['parent_uuid'],
-                root_uuid=row['root_uuid'], seq=row['seq'],
-                traits=row['traits'], aggregates=row['aggregates'],
-                inventories={inventory.resource_class: inventory
-                             for inventory in inventories}))
-        return nodes
+        return WorldReader(self._worlds.current(), self._sweep_frozen)
 
 
 def _rc_reach(matched_roots, *sharing_entries):
@@ -325,7 +96,7 @@ _LAST_SNAPSHOT = [None]
 
 
 class WorldReader:
-    """CandidateStore's reads, answered from an in-memory World.
+    """The candidate search's reads, answered from an in-memory World.
     ``sweep_frozen``: see graph/snapshot.py settle()'s ``sweep``."""
 
     def __init__(self, world, sweep_frozen):

@@ -81,23 +81,45 @@ def _rows(rows):
             for row in rows]
 
 
-class DefinitionStore:
-    """Mixin of Store: (name, definition dict, generation) of a Kind."""
+class DefinitionStore(engine.ResourceStore):
+    """The definitions of one Kind, each made an object by ``make(name,
+    definition dict, generation)``; ``put`` takes one (its ``name`` and
+    ``stored()`` document)."""
 
-    def list_definitions(self, kind):
-        return _rows(self.engine.read(kind.list))
+    def __init__(self, engine, kind, make):
+        super().__init__(engine)
+        self.kind = kind
+        self._make = make
+        # {(name, generation, stored text): made} of the last list: every
+        # process lists them all again after any write of the kind (a
+        # thousand weighers stored one by one were half a million made
+        # again); the unchanged ones are not parsed and checked again.
+        self._listed = {}
 
-    def get_definition(self, kind, name):
-        rows = self.engine.read(kind.get, name=name)
+    def list(self):
+        listed, made = self._listed, {}
+        for row in self.engine.read(self.kind.list):
+            key = (row['name'], row['generation'], row['definition'])
+            found = listed.get(key)
+            if found is None:
+                found = self._make(row['name'], json.loads(row['definition']),
+                                   row['generation'])
+            made[key] = found
+        self._listed = made
+        return list(made.values())
+
+    def get(self, name):
+        rows = self.engine.read(self.kind.get, name=name)
         if not rows:
-            raise errors.NotFound('No %s named %s.' % (kind.kind, name))
-        return _rows(rows)[0]
+            raise errors.NotFound('No %s named %s.' % (self.kind.kind, name))
+        return self._make(*_rows(rows)[0])
 
-    def put_definition(self, kind, name, definition, generation):
+    def put(self, definition, generation):
         """Create (``generation`` None) or replace (at ``generation``);
-        the stored (name, definition, generation).  ConcurrentUpdate when
-        the name is taken or the definition moved on (or is gone)."""
-        text = json.dumps(definition, sort_keys=True)
+        the stored one.  ConcurrentUpdate when the name is taken or the
+        definition moved on (or is gone)."""
+        kind, name = self.kind, definition.name
+        text = json.dumps(definition.stored(), sort_keys=True)
         try:
             if generation is None:
                 rows = self.engine.write(kind.create, name=name,
@@ -113,9 +135,9 @@ class DefinitionStore:
                 'The %s %s was created or changed by another request: '
                 'read it again and retry with its generation.'
                 % (kind.kind, name))
-        return _rows(rows)[0]
+        return self._make(*_rows(rows)[0])
 
-    def delete_definition(self, kind, name):
-        rows = self.engine.write(kind.delete, name=name)
+    def delete(self, name):
+        rows = self.engine.write(self.kind.delete, name=name)
         if not (rows and rows[0]['deleted']):
-            raise errors.NotFound('No %s named %s.' % (kind.kind, name))
+            raise errors.NotFound('No %s named %s.' % (self.kind.kind, name))

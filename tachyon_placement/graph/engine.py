@@ -117,3 +117,11 @@ class Engine:
     def reset(self):
         """Delete everything (tests only)."""
         raise NotImplementedError
+
+
+class ResourceStore:
+    """The store of one resource (graph/store.py Store composes them): its
+    operations, each one or a few statements run on ``engine``."""
+
+    def __init__(self, engine):
+        self.engine = engine

@@ -4,13 +4,14 @@ topologies published after it, consumers stamped after it with their
 allocations, and the retention floor.
 
 Tombstones are the feed's only history (live objects carry the version of
-their last change), so retention is theirs: ``prune_feed`` deletes those
+their last change), so retention is theirs: ``FeedStore.prune`` deletes those
 older than the last ``keep`` versions and records that floor on the Meta
 node; a cursor below it gets 410.
 """
 import json
 
 from tachyon_placement.domain import allocations as domain
+from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
 
 FLOOR = Statement('feed_floor', common="""
@@ -85,13 +86,13 @@ def host_state(generation, document):
     return {'generation': generation, 'document': json.loads(document)}
 
 
-class FeedStore:
-    """Mixin of Store: what the change feed reads of the engine."""
+class FeedStore(engine.ResourceStore):
+    """Store.changes: what the change feed reads of the engine."""
 
-    def feed_floor(self):
+    def floor(self):
         return self.engine.read(FLOOR)[0]['floor']
 
-    def feed_since(self, since):
+    def since(self, since):
         """(tombstones [(uuid, stamp)], hosts [(name, stamp, state)],
         gone hosts [(name, stamp)]) after ``since``."""
         tombstones = [(row['uuid'], row['stamp'])
@@ -103,7 +104,7 @@ class FeedStore:
                 for row in self.engine.read(GONE_HOSTS, since=since)]
         return tombstones, hosts, gone
 
-    def feed_consumers(self, since, upto):
+    def consumers(self, since, upto):
         """The consumers written in (``since``, ``upto``], latest first
         wins: {uuid: (stamp, ConsumerState or None when deleted, [provider
         uuids it held when deleted, or holds])}."""
@@ -127,7 +128,7 @@ class FeedStore:
             found[row['uuid']] = (row['stamp'], state, sorted(allocations))
         return found
 
-    def prune_feed(self, keep):
+    def prune(self, keep):
         """Forget deletions older than the last ``keep`` versions; the
         new floor, or None when it did not move."""
         rows = self.engine.write(PRUNE, keep=keep)

@@ -9,6 +9,7 @@ whether it finished.  The last step stamps every provider and bumps the
 graph version with a full reload, so running API processes drop their
 copies of the graph.
 """
+from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
 
 MARKER = Statement('import_marker', common="""
@@ -190,10 +191,10 @@ WRITES = {
 }
 
 
-class ImportStore:
-    """Mixin of Store: the import's writes and checks."""
+class ImportStore(engine.ResourceStore):
+    """Store.imports: the import's writes and checks."""
 
-    def import_marker(self):
+    def marker(self):
         """(the import marker {source, done, finished} or None, how many
         providers the graph has)."""
         row = self.engine.read(MARKER)[0]
@@ -203,27 +204,27 @@ class ImportStore:
                       'finished': bool(row['finished'])}
         return marker, row['providers']
 
-    def begin_import(self, source):
+    def begin(self, source):
         """Records an import of ``source`` (kept if one is under way)."""
         return self.engine.write(BEGIN, source=source)[0]['source']
 
-    def import_rows(self, kind, rows):
+    def rows(self, kind, rows):
         """Writes a batch of one kind; how many were written."""
         found = self.engine.write(WRITES[kind], rows=rows)
         return found[0]['written'] if found else 0
 
-    def mark_imported(self, kind):
+    def mark(self, kind):
         self.engine.write(MARK_DONE, kind=kind)
 
-    def finish_import(self, last_seq):
+    def finish(self, last_seq):
         """(graph version stamped on every provider, providers)."""
         row = self.engine.write(FINISH, last_seq=last_seq)[0]
         return row['stamp'], row['providers']
 
-    def imported_counts(self):
+    def counts(self):
         return dict(self.engine.read(GRAPH_COUNTS)[0])
 
-    def imported_usages(self):
+    def usages(self):
         """{(provider uuid, class): (used kept on the inventory, or None
         without one; sum of the allocations)}."""
         usages = {(row['provider_uuid'], row['resource_class']):

@@ -11,6 +11,7 @@ nothing was written.
 """
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
+from tachyon_placement.graph import engine
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph import cypher
@@ -110,10 +111,10 @@ def _inventory(data):
         **fields)
 
 
-class InventoryStore:
-    """Mixin of Store: provider inventories (and the usages on them)."""
+class InventoryStore(engine.ResourceStore):
+    """Store.inventories: provider inventories (and the usages on them)."""
 
-    def provider_inventories(self, uuid):
+    def of_provider(self, uuid):
         """(Provider, {resource_class: Inventory}) with classes in
         Placement's order (standard classes first, then custom ones by
         creation); each Inventory carries ``used``.  Raises NotFound."""
@@ -132,7 +133,7 @@ class InventoryStore:
                 {data['resource_class']: _inventory(data)
                  for data in records})
 
-    def write_inventories(self, uuid, generation, change):
+    def write(self, uuid, generation, change):
         """Apply a domain ``InventoryWrite`` to provider ``uuid`` if it is
         still at ``generation``; returns the new generation.
 

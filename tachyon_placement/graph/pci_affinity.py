@@ -14,18 +14,7 @@ def _rule(name, definition, generation):
                                        generation=generation)
 
 
-class PciAffinityStore:
-    """Mixin of Store (with DefinitionStore): PCI-NUMA affinity rules."""
-
-    def list_pci_affinity_rules(self):
-        return [_rule(*row) for row in self.list_definitions(RULES)]
-
-    def get_pci_affinity_rule(self, name):
-        return _rule(*self.get_definition(RULES, name))
-
-    def put_pci_affinity_rule(self, rule, generation):
-        return _rule(*self.put_definition(RULES, rule.name, rule.stored(),
-                                          generation))
-
-    def delete_pci_affinity_rule(self, name):
-        self.delete_definition(RULES, name)
+def rule_store(engine):
+    """Store.pci_affinity: the PCI-NUMA affinity rules, as
+    topology.affinity.Rule."""
+    return definitions.DefinitionStore(engine, RULES, _rule)

@@ -5,8 +5,6 @@ Tree edges are ``(parent)-[:PARENT_OF]->(child)``; ``parent_uuid`` and
 search never walk the tree.  ``seq`` keeps creation order, which is the
 order Placement lists providers in.
 """
-import os_resource_classes
-
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
 from tachyon_placement.graph import engine
@@ -128,24 +126,24 @@ def provider_from_row(data):
         updated_at=models.from_millis(data.get('updated_at')))
 
 
-class ProviderStore:
-    """Mixin of Store: resource provider persistence."""
+class ProviderStore(engine.ResourceStore):
+    """Store.providers: resource providers."""
 
-    def get_provider(self, uuid):
+    def get(self, uuid):
         rows = self.engine.read(GET, uuid=uuid)
         if not rows:
             raise errors.NotFound(
                 'No resource provider with uuid %s found' % uuid, uuid=uuid)
         return provider_from_row(rows[0]['rp'])
 
-    def find_provider(self, uuid):
+    def find(self, uuid):
         rows = self.engine.read(GET, uuid=uuid)
         return provider_from_row(rows[0]['rp']) if rows else None
 
     def subtree_uuids(self, uuid):
         return {row['uuid'] for row in self.engine.read(SUBTREE, uuid=uuid)}
 
-    def create_provider(self, uuid, name, parent_uuid=None):
+    def create(self, uuid, name, parent_uuid=None):
         """Create a provider; raises Exists (field=uuid|name) or Invalid."""
         try:
             rows = self.engine.write(CREATE, uuid=uuid, name=name,
@@ -163,7 +161,7 @@ class ProviderStore:
             raise errors.Exists(field='name', value=name)
         raise errors.Invalid('parent provider UUID does not exist.')
 
-    def update_provider(self, current, name, parent_uuid):
+    def update(self, current, name, parent_uuid):
         """Rename and/or move ``current``; tree rules are the caller's."""
         params = dict(uuid=current.uuid, name=name,
                       name_key=schema.name_key(name))
@@ -188,7 +186,7 @@ class ProviderStore:
             raise errors.Invalid('parent provider UUID does not exist.')
         raise errors.ConcurrentUpdate()
 
-    def delete_provider(self, uuid):
+    def delete(self, uuid):
         rows = self.engine.write(DELETE, uuid=uuid)
         if rows and rows[0]['deleted']:
             return
@@ -198,39 +196,3 @@ class ProviderStore:
         if blockers[0]['children']:
             raise errors.InUse(reason='children')
         raise errors.InUse(reason='allocations')
-
-
-KNOWN_TRAITS = Statement('rp_known_traits', common="""
-UNWIND $names AS trait_name
-MATCH (t:Trait {name: trait_name})
-RETURN t.name AS name
-""")
-
-STANDARD_CLASSES = frozenset(os_resource_classes.STANDARDS)
-
-KNOWN_CLASSES = Statement('rp_known_classes', common="""
-UNWIND $names AS class_name
-MATCH (rc:ResourceClass {name: class_name})
-RETURN rc.name AS name
-""")
-
-
-class NameCheckStore:
-    """Mixin of Store: which of some trait / class names exist."""
-
-    def missing_traits(self, names):
-        names = set(names)
-        if not names:
-            return set()
-        found = self.engine.read(KNOWN_TRAITS, names=sorted(names))
-        return names - {row['name'] for row in found}
-
-    def missing_resource_classes(self, names):
-        # The standard classes exist in every synced graph (Store.sync
-        # creates them, nothing deletes them): only custom names are
-        # looked up, so Nova's usual requests cost no round trip here.
-        names = set(names) - STANDARD_CLASSES
-        if not names:
-            return set()
-        found = self.engine.read(KNOWN_CLASSES, names=sorted(names))
-        return names - {row['name'] for row in found}

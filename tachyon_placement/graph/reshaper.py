@@ -1,5 +1,6 @@
 """POST /reshaper as one guarded statement: inventories of some providers
 and allocations of some consumers replaced together, or nothing at all."""
+from tachyon_placement.graph import engine
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph.cypher import Statement
@@ -46,10 +47,10 @@ RESHAPE = Statement(
     falkordb=allocations.locking(_RESHAPE, 'falkordb'), guarded=True)
 
 
-class ReshapeStore:
-    """Mixin of Store: the reshaper write."""
+class ReshapeStore(engine.ResourceStore):
+    """Store.reshapes: the reshaper write."""
 
-    def write_reshape(self, plan):
+    def write(self, plan):
         """Apply a domain ReshapePlan; False when a guard failed."""
         try:
             return bool(self.engine.write(RESHAPE, **plan.as_params()))

@@ -2,8 +2,11 @@
 ones (CUSTOM_*) created through the API.  ``ordinal`` keeps Placement's
 listing order: standard classes in os-resource-classes order, then custom
 classes in creation order from 10000 on."""
+import os_resource_classes
+
 from tachyon_placement.domain import errors
 from tachyon_placement.domain import models
+from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
 
 FIRST_CUSTOM_ORDINAL = 10000
@@ -72,6 +75,18 @@ RETURN count(*) AS deleted
 """)
 
 
+# The standard classes exist in every synced graph (Store.sync creates
+# them, nothing deletes them): only custom names are looked up (missing()),
+# so Nova's usual requests cost no round trip there.
+STANDARD_CLASSES = frozenset(os_resource_classes.STANDARDS)
+
+KNOWN = Statement('rp_known_classes', common="""
+UNWIND $names AS class_name
+MATCH (rc:ResourceClass {name: class_name})
+RETURN rc.name AS name
+""")
+
+
 def _rc(row):
     data = row['rc']
     return models.ResourceClass(
@@ -80,28 +95,36 @@ def _rc(row):
         updated_at=models.from_millis(data.get('updated_at')))
 
 
-class ResourceClassStore:
-    """Mixin of Store: resource class persistence."""
+class ResourceClassStore(engine.ResourceStore):
+    """Store.resource_classes: resource classes."""
 
-    def sync_resource_classes(self, standard_names):
+    def sync(self, standard_names):
         self.engine.write(SYNC, classes=[
             {'name': name, 'ordinal': ordinal}
             for ordinal, name in enumerate(standard_names)])
 
-    def list_resource_classes(self):
+    def list(self):
         return [_rc(row) for row in self.engine.read(LIST)]
 
-    def get_resource_class(self, name):
+    def get(self, name):
         rows = self.engine.read(GET, name=name)
         if not rows:
             raise errors.NotFound(
                 'No such resource class %s.' % name, name=name)
         return _rc(rows[0])
 
-    def resource_class_exists(self, name):
+    def exists(self, name):
         return bool(self.engine.read(GET, name=name))
 
-    def create_resource_class(self, name):
+    def missing(self, names):
+        """Which of ``names`` are no resource class."""
+        names = set(names) - STANDARD_CLASSES
+        if not names:
+            return set()
+        found = self.engine.read(KNOWN, names=sorted(names))
+        return names - {row['name'] for row in found}
+
+    def create(self, name):
         rows = self.engine.write(CREATE, name=name,
                                  first_custom=FIRST_CUSTOM_ORDINAL)
         if not rows:
@@ -109,8 +132,8 @@ class ResourceClassStore:
                 'Resource class %s already exists.' % name, name=name)
         return _rc(rows[0])
 
-    def rename_resource_class(self, name, new_name):
-        current = self.get_resource_class(name)
+    def rename(self, name, new_name):
+        current = self.get(name)
         rows = self.engine.write(RENAME, name=current.name, new_name=new_name)
         if not rows:
             raise errors.Exists(
@@ -118,8 +141,8 @@ class ResourceClassStore:
                 name=new_name)
         return _rc(rows[0])
 
-    def delete_resource_class(self, name):
-        self.get_resource_class(name)
+    def delete(self, name):
+        self.get(name)
         rows = self.engine.write(DELETE, name=name)
         if not rows or not rows[0]['deleted']:
             raise errors.InUse(

@@ -1027,7 +1027,7 @@ class WorldCache:
             # A copy that may lack part of its newest write: once that
             # write is known whole (the settled version), what changed
             # since the copy was whole is read again.
-            settled = self._store.settled_version()
+            settled = self._store.versions.settled()
             stamps, caught_up = self._read(world)
             return self._move(world, stamps, caught_up, settled)
 
@@ -1036,7 +1036,7 @@ class WorldCache:
         stamp)]) after ``world.complete`` when they were few enough to
         come with the version, else None)."""
         if world is None:
-            return self._store.graph_version(), None
+            return self._store.versions.graph(), None
         row = self._store.engine.read(VERSION_AND_CHANGES,
                                       since=world.complete,
                                       most=_CHANGES_ALONG + 1)[0]
@@ -1133,7 +1133,7 @@ class WorldCache:
         # a write left half-read is read again by the next copy.
         weighers_stamp = min(stamps.weighers, world.complete)
         if previous is None or stamps.weighers > previous.weighers_stamp:
-            world.weighers = tuple(self._store.list_weighers())
+            world.weighers = tuple(self._store.weighers.list())
         else:
             world.weighers = previous.weighers
             weighers_stamp = previous.weighers_stamp
@@ -1151,7 +1151,7 @@ class WorldCache:
         if previous is None or stamps.pci_affinity > (
                 previous.pci_affinity_stamp):
             world.pci_affinity = tuple(
-                self._store.list_pci_affinity_rules())
+                self._store.pci_affinity.list())
             world.pci_affinity_stamp = min(stamps.pci_affinity,
                                            world.complete)
         else:
@@ -1168,7 +1168,7 @@ class WorldCache:
         if stamps.topology > since:
             layouts, roots = dict(layouts), dict(roots)
             summaries = dict(summaries)
-            changed, gone = self._store.topology_changes(since)
+            changed, gone = self._store.topology.changes(since)
             for name, stamp in gone:
                 latest[name] = max(latest.get(name, (-1, None)),
                                    (stamp, None), key=lambda item: item[0])
@@ -1199,4 +1199,4 @@ class WorldCache:
         read when they changed)."""
         if world.telemetry.version != telemetry_version:
             world.telemetry = TelemetryView(
-                telemetry_version, self._store.metric_values())
+                telemetry_version, self._store.metrics.values())

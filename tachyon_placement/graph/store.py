@@ -1,7 +1,7 @@
 """The store port: the operations the API and domain need, nothing more.
 
-``Store`` is assembled from one mixin per resource, each keeping its Cypher
-beside it.  ``open_store(conf)`` picks the engine from ``[graph]
+``Store`` composes one store per resource, each keeping its Cypher beside
+it.  ``open_store(conf)`` picks the engine from ``[graph]
 connection``: Neo4j for bolt:// and neo4j:// URIs, an external FalkorDB for
 falkor:// or unix://, otherwise the embedded FalkorDB server.
 """
@@ -15,7 +15,6 @@ from tachyon_placement.feed import service as feed_service
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import candidates
-from tachyon_placement.graph import definitions
 from tachyon_placement.graph import feed
 from tachyon_placement.graph import importer
 from tachyon_placement.graph import inventories
@@ -37,34 +36,39 @@ NEO4J_SCHEMES = ('bolt', 'bolt+s', 'bolt+ssc', 'neo4j', 'neo4j+s',
                  'neo4j+ssc')
 
 
-class Store(resource_classes.ResourceClassStore,
-            traits.TraitStore,
-            providers.ProviderStore,
-            providers.NameCheckStore,
-            inventories.InventoryStore,
-            aggregates.AggregateStore,
-            allocations.AllocationStore,
-            allocations.UsageStore,
-            candidates.CandidateStore,
-            reshaper.ReshapeStore,
-            versioning.VersionStore,
-            definitions.DefinitionStore,
-            weighers.WeigherStore,
-            telemetry.TelemetryStore,
-            topology.TopologyStore,
-            pci_affinity.PciAffinityStore,
-            feed.FeedStore, importer.ImportStore):
+class Store:
+    """The graph store: one engine, and a store per resource reached by
+    name (``store.providers``, ``store.allocations``, ...), each with the
+    operations of its resource and its Cypher beside it."""
 
     def __init__(self, engine):
         self.engine = engine
+        self.versions = versioning.VersionStore(engine)
+        self.resource_classes = resource_classes.ResourceClassStore(engine)
+        self.providers = providers.ProviderStore(engine)
+        self.traits = traits.TraitStore(engine, self.providers)
+        self.aggregates = aggregates.AggregateStore(engine, self.providers)
+        self.inventories = inventories.InventoryStore(engine)
+        self.usages = allocations.UsageStore(engine)
+        self.reshapes = reshaper.ReshapeStore(engine)
+        self.weighers = weighers.weigher_store(engine)
+        self.metrics = telemetry.MetricStore(engine)
+        self.scorers = telemetry.ScorerStore(engine)
+        self.pci_affinity = pci_affinity.rule_store(engine)
+        self.topology = topology.TopologyStore(engine)
+        self.changes = feed.FeedStore(engine)
+        self.imports = importer.ImportStore(engine)
         self.worlds = snapshot.WorldCache(self)
+        self.allocations = allocations.AllocationStore(engine, self.worlds)
+        self.candidates = candidates.Candidates(
+            self.worlds, engine.leaves_cycles_in_flight)
         self.feed = feed_service.Feed(self)
 
     def sync(self):
         """Idempotent start-up work: schema, standard classes and traits."""
         self.engine.ensure_schema()
-        self.sync_resource_classes(os_resource_classes.STANDARDS)
-        self.sync_traits(os_traits.get_traits())
+        self.resource_classes.sync(os_resource_classes.STANDARDS)
+        self.traits.sync(os_traits.get_traits())
 
     def close(self):
         self.engine.close()

@@ -102,56 +102,54 @@ TAKE_LEASE = Statement('telemetry_take_lease', neo4j=_lease_text('neo4j'),
                        falkordb=_lease_text('falkordb'))
 
 
-class TelemetryStore:
-    """Mixin of Store (with DefinitionStore): metrics and their values."""
+def _metric(name, definition, generation):
+    return metrics.Metric.from_document(name, definition, generation)
 
-    def list_metrics(self):
-        return [metrics.Metric.from_document(name, definition, generation)
-                for name, definition, generation
-                in self.list_definitions(METRICS)]
 
-    def get_metric(self, name):
-        name, definition, generation = self.get_definition(METRICS, name)
-        return metrics.Metric.from_document(name, definition, generation)
+class MetricStore(definitions.DefinitionStore):
+    """Store.metrics: the metrics (telemetry.metrics.Metric), their
+    values, and the collector's lease."""
 
-    def put_metric(self, metric, generation):
-        return metrics.Metric.from_document(*self.put_definition(
-            METRICS, metric.name, metric.stored(), generation))
+    def __init__(self, engine):
+        super().__init__(engine, METRICS, _metric)
 
-    def delete_metric(self, name):
-        self.delete_definition(METRICS, name)
-
-    def store_metric_values(self, name, values, collected_at_ms):
+    def store_values(self, name, values, collected_at_ms):
         self.engine.write(STORE_VALUES, name=name,
                           values=orjson.dumps(values).decode(),
                           collected_at=collected_at_ms)
 
-    def disable_signal(self, name, reason, at_ms):
-        """Stop collecting ``name`` (a Cypher scorer's signal) and forget
-        its values: it broke its bounds (``reason``)."""
-        self.engine.write(DISABLE, name=name, reason=reason, at=at_ms)
-
-    def enable_signal(self, name):
-        """Collect ``name`` again (its weigher was stored again)."""
-        self.engine.write(ENABLE, name=name)
-
-    def disabled_signals(self):
-        """{signal name: (reason, since ms)} of disabled scorers."""
-        return {row['name']: (row['reason'], row['since'])
-                for row in self.engine.read(DISABLED)}
-
-    def drop_metric_values(self, kept):
+    def drop_values(self, kept):
         """Forget the values of metrics no longer defined."""
         self.engine.write(DROP_VALUES, kept=sorted(kept))
 
-    def metric_values(self):
+    def values(self):
         """{metric name: (collected_at ms, {provider uuid: value})}."""
         # orjson: at 10,000 hosts the values are megabytes of JSON that
         # every process parses after each collection (4x faster).
         return {row['name']: (row['collected_at'], orjson.loads(row['values']))
                 for row in self.engine.read(VALUES)}
 
-    def check_cypher_scorer(self, query, bounds):
+    def take_lease(self, holder, ttl_seconds):
+        """Whether ``holder`` holds (took or renewed) the collector's
+        lease for the next ``ttl_seconds``."""
+        try:
+            rows = self.engine.write(TAKE_LEASE, holder=holder,
+                                     ttl_ms=int(ttl_seconds * 1000))
+        except engine.ConstraintViolation:
+            return False  # another process created the lease first
+        return bool(rows and rows[0]['mine'])
+
+    def release_lease(self, holder):
+        """Let the lease go if ``holder`` holds it (a clean stop)."""
+        self.engine.write(RELEASE_LEASE, holder=holder)
+
+
+class ScorerStore(engine.ResourceStore):
+    """Store.scorers: Cypher scorers, checked and run where they cannot
+    hurt the serving engine, and the signals disabled when they broke
+    their bounds."""
+
+    def check(self, query, bounds):
         """Raise domain Invalid unless ``query`` is a read-only query,
         without procedures or files, returning the columns uuid and
         score, that the engine plans and runs within ``bounds``
@@ -169,7 +167,7 @@ class TelemetryStore:
                 '(it returns %s)' % (', '.join(weighing_model.CYPHER_COLUMNS),
                                      ', '.join(columns) or 'none'))
 
-    def cypher_scores(self, query, bounds, max_rows):
+    def scores(self, query, bounds, max_rows):
         """{provider uuid: score} of a checked Cypher scorer; rows whose
         score is no finite number are left out.  engine.QueryBoundBroken
         when it breaks ``bounds`` or returns more than ``max_rows``
@@ -184,21 +182,21 @@ class TelemetryStore:
                 scores[row['uuid']] = float(score)
         return scores
 
-    def take_telemetry_lease(self, holder, ttl_seconds):
-        """Whether ``holder`` holds (took or renewed) the collector's
-        lease for the next ``ttl_seconds``."""
-        try:
-            rows = self.engine.write(TAKE_LEASE, holder=holder,
-                                     ttl_ms=int(ttl_seconds * 1000))
-        except engine.ConstraintViolation:
-            return False  # another process created the lease first
-        return bool(rows and rows[0]['mine'])
+    def disable_signal(self, name, reason, at_ms):
+        """Stop collecting ``name`` (a Cypher scorer's signal) and forget
+        its values: it broke its bounds (``reason``)."""
+        self.engine.write(DISABLE, name=name, reason=reason, at=at_ms)
 
-    def release_telemetry_lease(self, holder):
-        """Let the lease go if ``holder`` holds it (a clean stop)."""
-        self.engine.write(RELEASE_LEASE, holder=holder)
+    def enable_signal(self, name):
+        """Collect ``name`` again (its weigher was stored again)."""
+        self.engine.write(ENABLE, name=name)
 
-    def drop_scorer_copy(self):
+    def disabled_signals(self):
+        """{signal name: (reason, since ms)} of disabled scorers."""
+        return {row['name']: (row['reason'], row['since'])
+                for row in self.engine.read(DISABLED)}
+
+    def drop_copy(self):
         """Free what runs Cypher scorers (FalkorDB: the sandbox holding a
         copy of the graph) while this process does not run them."""
         self.engine.drop_scorer_copy()

@@ -280,8 +280,8 @@ def _topology(row):
                     row['updated_at'])
 
 
-class TopologyStore:
-    """Mixin of Store: hosts' topologies."""
+class TopologyStore(engine.ResourceStore):
+    """Store.topology: hosts' topologies."""
 
     def host_providers(self, hostname):
         """The providers of the tree whose root is named ``hostname``, as
@@ -292,7 +292,7 @@ class TopologyStore:
                 for row in self.engine.read(
                     TREE, name_key=schema.name_key(hostname))]
 
-    def put_topology(self, hostname, document, generation):
+    def put(self, hostname, document, generation):
         """Create (``generation`` None) or replace (at ``generation``)
         ``hostname``'s topology, linked to the providers that represent
         its parts; the stored Topology (ConcurrentUpdate otherwise)."""
@@ -335,9 +335,9 @@ class TopologyStore:
                 'The topology of host %s was published or changed by '
                 'another request: read it again and retry with its '
                 'generation.' % hostname)
-        return self.get_topology(hostname)
+        return self.get(hostname)
 
-    def get_topology(self, hostname):
+    def get(self, hostname):
         rows = self.engine.read(GET, name=hostname)
         if not rows:
             raise errors.NotFound('No topology of host %s.' % hostname)
@@ -345,12 +345,12 @@ class TopologyStore:
         topology.links = self._links(hostname)
         return topology
 
-    def delete_topology(self, hostname):
+    def delete(self, hostname):
         rows = self.engine.write(DELETE, name=hostname)
         if not (rows and rows[0]['deleted']):
             raise errors.NotFound('No topology of host %s.' % hostname)
 
-    def topology_changes(self, since):
+    def changes(self, since):
         """(changed, gone) since graph version ``since``: [(host name,
         stamp, generation, document, Links)] and [(host name, stamp)]."""
         changed = [(row['name'], row['stamp'], row['generation'],

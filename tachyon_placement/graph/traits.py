@@ -123,6 +123,13 @@ SET_PROVIDER = Statement('trait_set_provider',
                          guarded=True)
 
 
+KNOWN = Statement('rp_known_traits', common="""
+UNWIND $names AS trait_name
+MATCH (t:Trait {name: trait_name})
+RETURN t.name AS name
+""")
+
+
 def trait_from_row(data):
     return models.Trait(
         name=data['name'],
@@ -135,10 +142,14 @@ def _sorted_traits(rows):
                   key=lambda trait: trait.name)
 
 
-class TraitStore:
-    """Mixin of Store: trait persistence."""
+class TraitStore(engine.ResourceStore):
+    """Store.traits: traits."""
 
-    def sync_traits(self, names):
+    def __init__(self, engine, providers):
+        super().__init__(engine)
+        self._providers = providers         # ProviderStore
+
+    def sync(self, names):
         """Record the standard traits ``names`` (idempotent)."""
         known = {row['name'] for row in self.engine.read(STANDARD_NAMES)}
         missing = sorted(set(names) - known)
@@ -151,7 +162,7 @@ class TraitStore:
             # engine without serialised writes): MERGE again finds them.
             self.engine.write(SYNC, names=missing)
 
-    def list_traits(self, name_in=None, associated=None):
+    def list(self, name_in=None, associated=None):
         """Traits sorted by name; ``name_in`` (exact names) and
         ``associated`` (with / without providers) filter when not None."""
         rows = self.engine.read(
@@ -159,17 +170,17 @@ class TraitStore:
             associated=associated)
         return _sorted_traits(row['t'] for row in rows)
 
-    def get_trait(self, name):
+    def get(self, name):
         rows = self.engine.read(GET, name=name)
         if not rows:
             raise errors.NotFound('No such trait(s): %s.' % name, name=name)
         return trait_from_row(rows[0]['t'])
 
-    def find_trait(self, name):
+    def find(self, name):
         rows = self.engine.read(GET, name=name)
         return trait_from_row(rows[0]['t']) if rows else None
 
-    def create_trait(self, name):
+    def create(self, name):
         """Create custom trait ``name``; Exists if it is already there."""
         try:
             rows = self.engine.write(CREATE, name=name)
@@ -180,23 +191,23 @@ class TraitStore:
                                 name=name)
         return trait_from_row(rows[0]['t'])
 
-    def delete_trait(self, name):
+    def delete(self, name):
         """Delete trait ``name``: NotFound, or InUse while a provider has
         it.  Whether it may be deleted (custom) is the caller's rule."""
-        self.get_trait(name)
+        self.get(name)
         try:
             rows = self.engine.write(DELETE, name=name)
         except engine.ConstraintViolation:
             rows = []  # Neo4j: a provider took it between match and delete
         if rows and rows[0]['deleted']:
             return
-        if self.find_trait(name) is None:
+        if self.find(name) is None:
             raise errors.NotFound('No such trait(s): %s.' % name, name=name)
         raise errors.InUse(
             'The trait %s is in use by a resource provider.' % name,
             name=name)
 
-    def provider_traits(self, uuid):
+    def of_provider(self, uuid):
         """(Provider, [Trait] sorted by name), or NotFound."""
         rows = self.engine.read(FOR_PROVIDER, uuid=uuid)
         if not rows:
@@ -205,7 +216,7 @@ class TraitStore:
         return (providers.provider_from_row(rows[0]['rp']),
                 _sorted_traits(rows[0]['traits']))
 
-    def set_provider_traits(self, uuid, names, generation):
+    def set_for_provider(self, uuid, names, generation):
         """Replace provider ``uuid``'s traits by ``names`` if its
         generation is still ``generation``.
 
@@ -218,14 +229,22 @@ class TraitStore:
                                  generation=generation)
         if rows:
             return rows[0]['generation'], _sorted_traits(rows[0]['traits'])
-        current = self.find_provider(uuid)
+        current = self._providers.find(uuid)
         if current is None:
             raise errors.NotFound(
                 'No resource provider with uuid %s found' % uuid, uuid=uuid)
         if current.generation != generation:
             raise errors.ConcurrentUpdate(uuid=uuid)
-        missing = self.missing_traits(names)
+        missing = self.missing(names)
         if missing:
             raise errors.Invalid(missing=sorted(missing))
         # Nothing explains the refusal: something changed and changed back.
         raise errors.ConcurrentUpdate(uuid=uuid)
+
+    def missing(self, names):
+        """Which of ``names`` are no trait."""
+        names = set(names)
+        if not names:
+            return set()
+        found = self.engine.read(KNOWN, names=sorted(names))
+        return names - {row['name'] for row in found}

@@ -14,6 +14,7 @@ them on the Meta node's lock, so stamps follow commit order.
 """
 import collections
 
+from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
 
 # Bumps the version once (place it where the statement has a single row)
@@ -78,23 +79,23 @@ GraphVersion = collections.namedtuple(
     'pci_affinity')
 
 
-class VersionStore:
-    """Mixin of Store: the graph version."""
+class VersionStore(engine.ResourceStore):
+    """Store.versions: the graph version."""
 
-    def graph_version(self):
+    def graph(self):
         """The GraphVersion now."""
         return graph_version_of(self.engine.read(VERSION)[0])
 
-    def written_version(self):
+    def written(self):
         """The graph version writes have reached: graph_version, or
         where reads lag the writes (a replica), the version where the
         writes go."""
         return graph_version_of(self.engine.read_primary(VERSION)[0]).version
 
-    def settled_version(self):
+    def settled(self):
         """The graph version up to which every write is visible whole."""
         if self.engine.reads_whole_commits:
-            return self.graph_version().version
+            return self.graph().version
         rows = self.engine.write(SETTLED)
         return rows[0]['version'] if rows else 0
 

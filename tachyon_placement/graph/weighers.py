@@ -12,20 +12,6 @@ def _weigher(name, definition, generation):
                                        generation=generation)
 
 
-class WeigherStore:
-    """Mixin of Store (with DefinitionStore): weighers."""
-
-    def list_weighers(self):
-        return [_weigher(*row) for row in self.list_definitions(WEIGHERS)]
-
-    def get_weigher(self, name):
-        return _weigher(*self.get_definition(WEIGHERS, name))
-
-    def put_weigher(self, weigher, generation):
-        """Create (``generation`` None) or replace (at ``generation``) a
-        weigher; the stored one (ConcurrentUpdate otherwise)."""
-        return _weigher(*self.put_definition(
-            WEIGHERS, weigher.name, weigher.stored(), generation))
-
-    def delete_weigher(self, name):
-        self.delete_definition(WEIGHERS, name)
+def weigher_store(engine):
+    """Store.weighers: the weighers, as weighing.model.Weigher."""
+    return definitions.DefinitionStore(engine, WEIGHERS, _weigher)

@@ -39,7 +39,7 @@ def import_database(store, database, out, progress=True,
     """Imports ``database`` (importing.source.PlacementDatabase) into
     ``store``'s graph; returns {kind: rows written}."""
     source = database.describe(database.url)
-    marker, providers = store.import_marker()
+    marker, providers = store.imports.marker()
     if marker is None and providers:
         raise ImportRefused(
             'the graph already holds %d resource providers: an import '
@@ -55,7 +55,7 @@ def import_database(store, database, out, progress=True,
         _say(out, 'resuming the import of %s (done: %s)'
              % (source, ', '.join(kind for kind, _ in plan.KINDS
                                   if kind in done)))
-    store.begin_import(source)
+    store.imports.begin(source)
     counts = database.counts()
     written = {}
     started = time.monotonic()
@@ -70,10 +70,10 @@ def import_database(store, database, out, progress=True,
             for rows in database.rows(rows_of, batch):
                 converted = plan.convert(kind, rows)
                 if converted:
-                    written[kind] += store.import_rows(kind, converted)
+                    written[kind] += store.imports.rows(kind, converted)
                 bar.update(len(rows))
-        store.mark_imported(kind)
-    stamp, providers = store.finish_import(database.last_provider_id())
+        store.imports.mark(kind)
+    stamp, providers = store.imports.finish(database.last_provider_id())
     _say(out, 'imported %s in %.1f s: %s; graph version %d'
          % (source, time.monotonic() - started,
             ', '.join('%d %s' % (count, kind)
@@ -85,9 +85,9 @@ def verify(store, database, out):
     """Compares counts and per-provider usages with the source; a list of
     differences (empty: they agree)."""
     source_counts = database.counts()
-    graph_counts = store.imported_counts()
+    graph_counts = store.imports.counts()
     problems = plan.compare(source_counts, graph_counts, database.usages(),
-                            store.imported_usages())
+                            store.imports.usages())
     for kind in graph_counts:
         _say(out, '%-20s source %-9d graph %d' % (
             kind, source_counts[kind], graph_counts[kind]))

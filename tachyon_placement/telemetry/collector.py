@@ -96,7 +96,7 @@ class Collector:
         if self.source is not None:
             roots_by_name = {record.provider.name: record.uuid
                              for record in world.roots}
-            for metric in self.store.list_metrics():
+            for metric in self.store.metrics.list():
                 sources.append((metric.name, 'metric %s' % metric.name,
                                 lambda metric=metric: metric.values(
                                     self.source.query(metric.query),
@@ -106,7 +106,7 @@ class Collector:
         # A scorer scores providers: more rows than there are providers
         # (and a margin) is a query gone wrong, capped in the engine.
         max_rows = len(world.records) + 1000
-        disabled = self.store.disabled_signals() if queries else {}
+        disabled = self.store.scorers.disabled_signals() if queries else {}
         self._disabled = set()
         for query in sorted(queries):
             signal = weighing_model.cypher_signal(query)
@@ -114,7 +114,7 @@ class Collector:
                 self._disabled.add(signal)   # kept while a weigher has it
                 continue
             sources.append((signal, 'Cypher scorer %.60r' % query,
-                            lambda query=query: self.store.cypher_scores(
+                            lambda query=query: self.store.scorers.scores(
                                 query, self.scorer_bounds, max_rows)))
         return sources
 
@@ -123,16 +123,16 @@ class Collector:
         sources it stored (None: nothing to collect, or another process
         collects)."""
         sources = self._sources()
-        if not sources or not self.store.take_telemetry_lease(
+        if not sources or not self.store.metrics.take_lease(
                 self.holder, self.interval * LEASE_INTERVALS):
             # Another process collects (or nothing is to be): no copy of
             # the graph kept here for scorers.
-            self.store.drop_scorer_copy()
+            self.store.scorers.drop_copy()
             return None
         self._held = True
         if not any(name.startswith(weighing_model.CYPHER + ':')
                    for name, _, _ in sources):
-            self.store.drop_scorer_copy()
+            self.store.scorers.drop_copy()
         stored = 0
         for name, label, collect in sources:
             try:
@@ -141,8 +141,8 @@ class Collector:
                 # Run again every cycle it would take its bounds again.
                 LOG.warning('Telemetry: %s broke its bounds (%s): disabled '
                             'until its weigher is stored again', label, exc)
-                self.store.disable_signal(name, str(exc),
-                                          int(self.clock() * 1000))
+                self.store.scorers.disable_signal(
+                    name, str(exc), int(self.clock() * 1000))
                 continue
             except Exception as exc:  # noqa: BLE001 - one bad source (an
                 # outage, garbage, a definition gone wrong) must not keep
@@ -157,10 +157,10 @@ class Collector:
             if name in self._failing:
                 self._failing.discard(name)
                 LOG.info('Telemetry: %s is collected again', label)
-            self.store.store_metric_values(name, values,
-                                           int(self.clock() * 1000))
+            self.store.metrics.store_values(
+                name, values, int(self.clock() * 1000))
             stored += 1
-        self.store.drop_metric_values(
+        self.store.metrics.drop_values(
             {name for name, _, _ in sources} | self._disabled)
         return stored
 
@@ -195,7 +195,7 @@ class Collector:
             return
         self._held = False
         try:
-            self.store.release_telemetry_lease(self.holder)
+            self.store.metrics.release_lease(self.holder)
         except Exception as exc:  # noqa: BLE001 - the engine may be gone
             LOG.warning('Telemetry: the lease could not be let go (%s)', exc)
 

@@ -36,25 +36,25 @@ def _send(req, aggregates, generation):
     return wsgi.json_response(req, body)
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('aggregates',))
 def get_aggregates(req):
     _require_version(req)
     req.context.can(policies.LIST)
     uuid = req.path_item('uuid')
     try:
-        provider, aggregates = req.store.provider_aggregates(uuid)
+        provider, aggregates = req.store.aggregates.of_provider(uuid)
     except domain_errors.NotFound:
         raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     return _send(req, aggregates, provider.generation)
 
 
-@wsgi.handler(content=wsgi.JSON)
+@wsgi.handler(content=wsgi.JSON, uses=('aggregates', 'providers'))
 def set_aggregates(req):
     _require_version(req)
     req.context.can(policies.UPDATE)
     uuid = req.path_item('uuid')
     try:
-        provider = req.store.get_provider(uuid)
+        provider = req.store.providers.get(uuid)
     except domain_errors.NotFound:
         raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     data = req.json_body(by_version(req, schema.PUT))
@@ -67,7 +67,7 @@ def set_aggregates(req):
             raise errors.Conflict(_GENERATION_CHANGED,
                                   code=errors.CONCURRENT_UPDATE)
     try:
-        new_generation = req.store.set_provider_aggregates(
+        new_generation = req.store.aggregates.set_for_provider(
             uuid, aggregates, generation=generation)
     except domain_errors.NotFound:
         raise errors.EscapedNotFound(_NO_PROVIDER % uuid)

@@ -15,11 +15,11 @@ from tachyon_placement.schemas import allocation as schema
 from tachyon_placement.schemas import by_version
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('allocations',))
 def list_for_consumer(req):
     req.context.can(policies.ALLOC_LIST)
     consumer_uuid = req.path_item('consumer_uuid')
-    state, generations, modified = req.store.allocations_for_consumer(
+    state, generations, modified = req.store.allocations.of_consumer(
         consumer_uuid)
     body = {'allocations': {}}
     if state is not None:
@@ -36,11 +36,11 @@ def list_for_consumer(req):
     return wsgi.json_response(req, body, last_modified=modified)
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('allocations',))
 def list_for_resource_provider(req):
     req.context.can(policies.RP_ALLOC_LIST)
     uuid = req.path_item('uuid')
-    found = req.store.allocations_for_provider(uuid)
+    found = req.store.allocations.of_provider(uuid)
     if found is None:
         raise errors.NotFound(
             "Resource provider '%s' not found: No resource provider with "
@@ -110,7 +110,7 @@ def _answering(unknown_class_message='%s'):
             'allocate: %s' % exc.message, code=errors.CONCURRENT_UPDATE)
 
 
-@wsgi.handler(content=wsgi.JSON)
+@wsgi.handler(content=wsgi.JSON, uses=('allocations', 'resource_classes'))
 def set_allocations_for_consumer(req):
     req.context.can(policies.ALLOC_UPDATE)
     consumer_uuid = req.path_item('consumer_uuid')
@@ -129,7 +129,8 @@ def set_allocations_for_consumer(req):
     return wsgi.empty_response(req)
 
 
-@wsgi.handler(min_version='1.13', content=wsgi.JSON)
+@wsgi.handler(min_version='1.13', content=wsgi.JSON,
+              uses=('allocations', 'resource_classes'))
 def set_allocations(req):
     req.context.can(policies.ALLOC_MANAGE)
     data = req.json_body(by_version(req, schema.POST))
@@ -143,7 +144,7 @@ def set_allocations(req):
     return wsgi.empty_response(req)
 
 
-@wsgi.handler()
+@wsgi.handler(uses=('allocations',))
 def delete_allocations(req):
     req.context.can(policies.ALLOC_DELETE)
     with _answering():

@@ -171,21 +171,18 @@ def _settings(req, option_key=None, refiner=None):
 
 
 def find(req, groups, wide):
-    """The domain.Candidates for a parsed request.
-
-    The reads come from the process's in-memory copy of the graph when the
-    store keeps one, from the engine otherwise (same answers).
-    """
+    """The domain.Candidates for a parsed request, read from the
+    process's in-memory copy of the graph."""
     store = req.store
-    reader = store.candidate_reader()
+    reader = store.candidates.reader()
     classes = {rc for group in groups for rc in group.resources}
     traits = set(wide.root_required) | set(wide.root_forbidden)
     for group in groups:
         traits |= group.forbidden_traits
         for any_of in group.required_traits:
             traits |= any_of
-    unknown_classes = store.missing_resource_classes(classes)
-    unknown_traits = store.missing_traits(traits)
+    unknown_classes = store.resource_classes.missing(classes)
+    unknown_traits = store.traits.missing(traits)
     located = reader.provider_roots(
         {group.in_tree for group in groups if group.in_tree})
     in_tree_roots = {index: located[group.in_tree]
@@ -366,7 +363,8 @@ def _render_summaries(req, result, groups):
     return _joined(pieces, shape, member)
 
 
-@wsgi.handler(min_version='1.10', accept=wsgi.JSON)
+@wsgi.handler(min_version='1.10', accept=wsgi.JSON,
+              uses=('candidates', 'resource_classes', 'traits'))
 def list_allocation_candidates(req):
     req.context.can(policies.LIST)
     req.validate_query(by_version(req, schema.GET))

@@ -140,7 +140,7 @@ def _changes(feed, since, limit, wanted):
         raise _gone(exc)
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, uses=('feed',))
 def list_changes(req):
     req.context.can(policies.LIST)
     since, wait, limit = _params(req)
@@ -167,7 +167,7 @@ def list_body(feed, since, found, wanted):
         cursor, feed.json.of(since, changes, wanted))
 
 
-@tachyon.handler(accept=EVENT_STREAM)
+@tachyon.handler(accept=EVENT_STREAM, uses=('feed',))
 def stream_changes(req):
     # Only a client that asks for a stream gets one (EventSource sends
     # this Accept); */* or none would hold a connection open by mistake.

@@ -30,7 +30,8 @@ def _metric_part(weigher, root, world, now_ms, staleness_ms):
             'stale': age_ms > staleness_ms}
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, uses=(
+    'candidates', 'resource_classes', 'traits', 'worlds'))
 def explain_candidates(req):
     req.context.can(policies.EXPLAIN)
     req.environ[microversion.MICROVERSION_ENVIRON] = microversion.latest()

@@ -59,14 +59,14 @@ def _load(req, uuid):
     """Provider and inventories for a write; a missing provider is the
     plain 404 Placement gives for objects it cannot find."""
     try:
-        return req.store.provider_inventories(uuid)
+        return req.store.inventories.of_provider(uuid)
     except domain_errors.NotFound as exc:
         raise errors.EscapedNotFound(exc.message)
 
 
 def _load_for_read(req, uuid):
     try:
-        return req.store.provider_inventories(uuid)
+        return req.store.inventories.of_provider(uuid)
     except domain_errors.NotFound as exc:
         raise errors.NotFound(
             'No resource provider with uuid %s found : %s'
@@ -75,7 +75,7 @@ def _load_for_read(req, uuid):
 
 def _first_unknown_class(req, inventories):
     names = [inventory.resource_class for inventory in inventories]
-    missing = req.store.missing_resource_classes(names)
+    missing = req.store.resource_classes.missing(names)
     for name in names:
         if name in missing:
             return name
@@ -89,14 +89,14 @@ def _warn_over_capacity(provider, current, inventories):
                     {'uuid': provider.uuid, 'resource': resource_class})
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('inventories',))
 def get_inventories(req):
     req.context.can(policies.LIST)
     provider, current = _load_for_read(req, req.path_item('uuid'))
     return _send_all(req, list(current.values()), provider.generation)
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('inventories',))
 def get_inventory(req):
     req.context.can(policies.SHOW)
     uuid = req.path_item('uuid')
@@ -109,7 +109,7 @@ def get_inventory(req):
     return _send_one(req, inventory, provider.generation)
 
 
-@wsgi.handler(content=wsgi.JSON)
+@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'))
 def create_inventory(req):
     req.context.can(policies.CREATE)
     provider, current = _load(req, req.path_item('uuid'))
@@ -128,7 +128,7 @@ def create_inventory(req):
             prefix + 'No such resource class %s.' % resource_class)
     try:
         change = domain.plan_add(provider.uuid, current, inventory)
-        generation = req.store.write_inventories(
+        generation = req.store.inventories.write(
             provider.uuid, provider.generation, change)
     except (domain.InventoryExists, domain_errors.ConcurrentUpdate) as exc:
         raise errors.Conflict('Update conflict: %s' % exc.message,
@@ -138,7 +138,7 @@ def create_inventory(req):
     return response
 
 
-@wsgi.handler(content=wsgi.JSON)
+@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'))
 def update_inventory(req):
     req.context.can(policies.UPDATE)
     resource_class = req.path_item('resource_class')
@@ -166,7 +166,7 @@ def update_inventory(req):
             'No inventory record with resource class for resource provider '
             '%s: %s' % (provider.uuid, exc.message))
     try:
-        generation = req.store.write_inventories(
+        generation = req.store.inventories.write(
             provider.uuid, provider.generation, change)
     except domain_errors.ConcurrentUpdate as exc:
         raise errors.Conflict('update conflict: %s' % exc.message,
@@ -175,7 +175,7 @@ def update_inventory(req):
     return _send_one(req, inventory, generation)
 
 
-@wsgi.handler(content=wsgi.JSON)
+@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'))
 def set_inventories(req):
     req.context.can(policies.UPDATE)
     provider, current = _load(req, req.path_item('uuid'))
@@ -203,7 +203,7 @@ def set_inventories(req):
         raise errors.Conflict('update conflict: %s' % exc.message,
                               code=errors.INVENTORY_INUSE)
     try:
-        generation = req.store.write_inventories(
+        generation = req.store.inventories.write(
             provider.uuid, provider.generation, change)
     except domain_errors.ConcurrentUpdate as exc:
         raise errors.Conflict('update conflict: %s' % exc.message,
@@ -212,7 +212,7 @@ def set_inventories(req):
     return _send_all(req, inventories, generation, stored=False)
 
 
-@wsgi.handler()
+@wsgi.handler(uses=('inventories',))
 def delete_inventories(req):
     # Before 1.5 the method does not exist on this URL: 405, not 404, and
     # before the policy check.
@@ -225,7 +225,7 @@ def delete_inventories(req):
     except domain.InventoryInUse as exc:
         raise errors.Conflict(exc.message, code=errors.INVENTORY_INUSE)
     try:
-        req.store.write_inventories(provider.uuid, provider.generation,
+        req.store.inventories.write(provider.uuid, provider.generation,
                                     change)
     except domain_errors.ConcurrentUpdate:
         raise errors.Conflict(
@@ -236,19 +236,19 @@ def delete_inventories(req):
     return wsgi.empty_response(req)
 
 
-@wsgi.handler()
+@wsgi.handler(uses=('inventories', 'resource_classes'))
 def delete_inventory(req):
     req.context.can(policies.DELETE)
     resource_class = req.path_item('resource_class')
     provider, current = _load(req, req.path_item('uuid'))
     not_found = 'No inventory of class %s found for delete: %s'
     if (resource_class not in current
-            and req.store.missing_resource_classes([resource_class])):
+            and req.store.resource_classes.missing([resource_class])):
         raise errors.NotFound(not_found % (
             resource_class, 'No such resource class %s.' % resource_class))
     try:
         change = domain.plan_delete(provider.uuid, current, resource_class)
-        req.store.write_inventories(provider.uuid, provider.generation,
+        req.store.inventories.write(provider.uuid, provider.generation,
                                     change)
     except (domain.InventoryInUse, domain_errors.ConcurrentUpdate) as exc:
         raise errors.Conflict(

@@ -11,17 +11,17 @@ from tachyon_placement.telemetry import promql
 from tachyon_placement.weighing import model as weighing_model
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, uses=('metrics',))
 def list_metrics(req):
     req.context.can(policies.LIST)
     return wsgi.json_response(req, {'metrics': [
-        metric.as_document() for metric in req.store.list_metrics()]})
+        metric.as_document() for metric in req.store.metrics.list()]})
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, uses=('metrics',))
 def get_metric(req):
     req.context.can(policies.SHOW)
-    metric = tachyon.found(req.store.get_metric, tachyon.name(req, 'metric'))
+    metric = tachyon.found(req.store.metrics.get, tachyon.name(req, 'metric'))
     return wsgi.json_response(req, metric.as_document())
 
 
@@ -32,7 +32,8 @@ DRY_RUN_QUERY = {
 }
 
 
-@tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON,
+                 uses=('metrics', 'worlds'))
 def put_metric(req):
     req.context.can(policies.UPDATE)
     name = tachyon.name(req, 'metric')
@@ -49,7 +50,7 @@ def put_metric(req):
     metric = metrics.Metric.from_document(name, data)
     if req.GET.get('dry_run') == 'true':
         return wsgi.json_response(req, _dry_run(req, metric))
-    return tachyon.stored(req, req.store.put_metric, metric,
+    return tachyon.stored(req, req.store.metrics.put, metric,
                           data.get('generation'))
 
 
@@ -73,16 +74,16 @@ def _dry_run(req, metric):
 IN_USE = 'tachyon.metric.inuse'
 
 
-@tachyon.handler()
+@tachyon.handler(uses=('metrics', 'weighers'))
 def delete_metric(req):
     req.context.can(policies.DELETE)
     name = tachyon.name(req, 'metric')
-    users = sorted(weigher.name for weigher in req.store.list_weighers()
+    users = sorted(weigher.name for weigher in req.store.weighers.list()
                    if weigher.scorer['type'] == weighing_model.METRIC
                    and weigher.scorer['metric'] == name)
     if users:
         raise errors.Conflict(
             'Metric %s is used by weighers %s: delete or change them '
             'first.' % (name, ', '.join(users)), code=IN_USE)
-    tachyon.found(req.store.delete_metric, name)
+    tachyon.found(req.store.metrics.delete, name)
     return wsgi.empty_response(req)

@@ -11,13 +11,15 @@ from tachyon_placement.schemas import by_version
 from tachyon_placement.schemas import reshaper as schema
 
 
-@wsgi.handler(min_version='1.30', content=wsgi.JSON)
+@wsgi.handler(min_version='1.30', content=wsgi.JSON,
+              uses=('allocations', 'providers', 'reshapes',
+                    'resource_classes'))
 def reshape(req):
     req.context.can(policies.RESHAPE)
     data = req.json_body(by_version(req, schema.POST_RESHAPER))
     new_inventories = {}
     for rp_uuid, body in data['inventories'].items():
-        provider = req.store.find_provider(rp_uuid)
+        provider = req.store.providers.find(rp_uuid)
         if provider is None:
             raise errors.BadRequest(
                 'Resource provider %s in inventories not found: No resource '

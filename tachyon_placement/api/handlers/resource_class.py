@@ -17,17 +17,17 @@ def _render(req, rc):
             'links': [{'rel': 'self', 'href': _url(req, rc.name)}]}
 
 
-@wsgi.handler(min_version='1.2', accept=wsgi.JSON)
+@wsgi.handler(min_version='1.2', accept=wsgi.JSON, uses=('resource_classes',))
 def list_resource_classes(req):
     req.context.can(policies.LIST)
-    classes = req.store.list_resource_classes()
+    classes = req.store.resource_classes.list()
     return wsgi.json_response(
         req, {'resource_classes': [_render(req, rc) for rc in classes]},
         last_modified=wsgi.latest(rc.updated_at or rc.created_at
                                   for rc in classes))
 
 
-@wsgi.handler(min_version='1.2', accept=wsgi.JSON)
+@wsgi.handler(min_version='1.2', accept=wsgi.JSON, uses=('resource_classes',))
 def get_resource_class(req):
     req.context.can(policies.SHOW)
     rc = _lookup(req, req.path_item('name'))
@@ -35,19 +35,20 @@ def get_resource_class(req):
                               last_modified=rc.updated_at or rc.created_at)
 
 
-@wsgi.handler(min_version='1.2', content=wsgi.JSON)
+@wsgi.handler(min_version='1.2', content=wsgi.JSON, uses=('resource_classes',))
 def create_resource_class(req):
     req.context.can(policies.CREATE)
     name = req.json_body(schema.POST_RC_V1_2)['name']
     try:
-        req.store.create_resource_class(name)
+        req.store.resource_classes.create(name)
     except domain_errors.Exists:
         raise errors.Conflict(
             'Conflicting resource class already exists: %s' % name)
     return wsgi.empty_response(req, 201, location=_url(req, name))
 
 
-@wsgi.handler(min_version='1.2', max_version='1.6', content=wsgi.JSON)
+@wsgi.handler(min_version='1.2', max_version='1.6', content=wsgi.JSON,
+              uses=('resource_classes',))
 def rename_resource_class(req):
     name = req.path_item('name')
     req.context.can(policies.UPDATE)
@@ -57,13 +58,13 @@ def rename_resource_class(req):
         raise errors.BadRequest(
             'Cannot update standard resource class %s' % name)
     try:
-        rc = req.store.rename_resource_class(name, new_name)
+        rc = req.store.resource_classes.rename(name, new_name)
     except domain_errors.Exists:
         raise errors.Conflict('Resource class already exists: %s' % new_name)
     return wsgi.json_response(req, _render(req, rc))
 
 
-@wsgi.handler(min_version='1.7')
+@wsgi.handler(min_version='1.7', uses=('resource_classes',))
 def ensure_resource_class(req):
     """Bodiless create-or-confirm: 201 when created, 204 when present."""
     name = req.path_item('name')
@@ -71,16 +72,16 @@ def ensure_resource_class(req):
     # Validate the name exactly as a POST body would be validated.
     wsgi.extract_json('{"name": "%s"}' % name, schema.PUT_RC_V1_2)
     status = 204
-    if not req.store.resource_class_exists(name):
+    if not req.store.resource_classes.exists(name):
         try:
-            req.store.create_resource_class(name)
+            req.store.resource_classes.create(name)
             status = 201
         except domain_errors.Exists:
             pass  # created concurrently: it exists, which is what was asked
     return wsgi.empty_response(req, status, location=_url(req, name))
 
 
-@wsgi.handler(min_version='1.2')
+@wsgi.handler(min_version='1.2', uses=('resource_classes',))
 def delete_resource_class(req):
     name = req.path_item('name')
     req.context.can(policies.DELETE)
@@ -90,7 +91,7 @@ def delete_resource_class(req):
             'Error in delete resource class: Cannot delete standard '
             'resource class %s.' % name)
     try:
-        req.store.delete_resource_class(name)
+        req.store.resource_classes.delete(name)
     except domain_errors.InUse as exc:
         raise errors.Conflict(
             'Error in delete resource class: %s' % exc.message)
@@ -103,6 +104,6 @@ update_resource_class = wsgi.versioned(rename_resource_class,
 
 def _lookup(req, name):
     try:
-        return req.store.get_resource_class(name)
+        return req.store.resource_classes.get(name)
     except domain_errors.NotFound as exc:
         raise errors.EscapedNotFound(exc.message)

@@ -38,14 +38,14 @@ def render(req, provider):
 
 def lookup(req, uuid):
     """The provider named in the URL, or Placement's 404."""
-    provider = req.store.find_provider(uuid)
+    provider = req.store.providers.find(uuid)
     if provider is None:
         raise errors.EscapedNotFound(
             'No resource provider with uuid %s found' % uuid)
     return provider
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('resource_classes', 'traits', 'worlds'))
 def list_resource_providers(req):
     req.context.can(policies.LIST)
     req.validate_query(by_version(req, schema.GET_RPS))
@@ -82,18 +82,18 @@ def list_resource_providers(req):
 def check_filters(req, filters):
     """Placement's 400 for a resource class or trait of the filters that
     does not exist."""
-    missing = req.store.missing_resource_classes(filters.resources)
+    missing = req.store.resource_classes.missing(filters.resources)
     if missing:
         raise errors.BadRequest(
             'Invalid resource class in resources parameter: No such resource '
             'class %s.' % sorted(missing)[0])
     for any_of in filters.required_traits:
-        missing = req.store.missing_traits(any_of)
+        missing = req.store.traits.missing(any_of)
         if missing:
             raise errors.BadRequest(
                 'Invalid trait(s) in "required" parameter: No such trait(s): '
                 '%s.' % ', '.join(sorted(missing)))
-    missing = req.store.missing_traits(filters.forbidden_traits)
+    missing = req.store.traits.missing(filters.forbidden_traits)
     if missing:
         raise errors.BadRequest(
             'Invalid trait(s) in "required" parameter: No such trait(s): '
@@ -136,7 +136,7 @@ def _shape_key(shape):
     return key
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('providers',))
 def get_resource_provider(req):
     req.context.can(policies.SHOW)
     provider = lookup(req, req.path_item('uuid'))
@@ -144,7 +144,7 @@ def get_resource_provider(req):
                               last_modified=provider.last_modified)
 
 
-@wsgi.handler(content=wsgi.JSON)
+@wsgi.handler(content=wsgi.JSON, uses=('providers',))
 def create_resource_provider(req):
     req.context.can(policies.CREATE)
     data = req.json_body(by_version(req, schema.POST_RP))
@@ -159,7 +159,7 @@ def create_resource_provider(req):
             'UUID. Please set parent provider UUID to None if there is no '
             'parent.' % (data['name'], uuid))
     try:
-        provider = req.store.create_provider(uuid, data['name'], parent_uuid)
+        provider = req.store.providers.create(uuid, data['name'], parent_uuid)
     except domain_errors.Exists as exc:
         raise errors.Conflict(
             'Conflicting resource provider %s: %s already exists.'
@@ -177,7 +177,7 @@ def create_resource_provider(req):
     return response
 
 
-@wsgi.handler(content=wsgi.JSON)
+@wsgi.handler(content=wsgi.JSON, uses=('providers',))
 def update_resource_provider(req):
     uuid = req.path_item('uuid')
     req.context.can(policies.UPDATE)
@@ -188,13 +188,14 @@ def update_resource_provider(req):
     try:
         if parent_uuid != provider.parent_uuid:
             if parent_uuid is not None and (
-                    req.store.find_provider(parent_uuid) is None):
+                    req.store.providers.find(parent_uuid) is None):
                 raise domain_errors.Invalid(
                     'parent provider UUID does not exist.', action='create')
             domain.check_new_parent(
                 provider, parent_uuid, req.has('reparenting'),
-                req.store.subtree_uuids(uuid) if parent_uuid else set())
-        provider = req.store.update_provider(provider, name, parent_uuid)
+                req.store.providers.subtree_uuids(uuid) if parent_uuid
+                else set())
+        provider = req.store.providers.update(provider, name, parent_uuid)
     except domain_errors.Exists:
         raise errors.Conflict(
             'Conflicting resource provider %s already exists.' % name,
@@ -212,12 +213,12 @@ def update_resource_provider(req):
                               last_modified=provider.last_modified)
 
 
-@wsgi.handler()
+@wsgi.handler(uses=('providers',))
 def delete_resource_provider(req):
     uuid = req.path_item('uuid')
     req.context.can(policies.DELETE)
     try:
-        req.store.delete_provider(uuid)
+        req.store.providers.delete(uuid)
     except domain_errors.NotFound:
         raise errors.NotFound(
             'No resource provider with uuid %s found for delete' % uuid)

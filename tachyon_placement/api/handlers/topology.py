@@ -45,7 +45,8 @@ def _tree(req, topology):
         topology.links.host) else []
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON,
+                 uses=('resource_classes', 'traits', 'worlds'))
 def list_hosts(req):
     req.context.can(policies.LIST)
     # The filters GET /resource_providers has, in Placement's syntax and
@@ -97,15 +98,16 @@ def list_hosts(req):
     return wsgi.json_response(req, {'hosts': hosts})
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, uses=('topology', 'worlds'))
 def get_host(req):
     req.context.can(policies.SHOW)
-    topology = tachyon.found(req.store.get_topology, _host(req))
+    topology = tachyon.found(req.store.topology.get, _host(req))
     return wsgi.json_response(req, view.host_view(topology,
                                                   _tree(req, topology)))
 
 
-@tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON,
+                 uses=('topology', 'worlds'))
 def put_host(req):
     req.context.can(policies.UPDATE)
     name = _host(req)
@@ -116,14 +118,14 @@ def put_host(req):
     except model.InvalidTopology as exc:
         raise errors.BadRequest('Invalid topology: %s.' % exc)
     return tachyon.stored(req, lambda document, gen:
-                          req.store.put_topology(name, document, gen),
+                          req.store.topology.put(name, document, gen),
                           model.normalized(data), generation,
                           render=lambda topology: view.host_view(
                               topology, _tree(req, topology)))
 
 
-@tachyon.handler()
+@tachyon.handler(uses=('topology',))
 def delete_host(req):
     req.context.can(policies.DELETE)
-    tachyon.found(req.store.delete_topology, _host(req))
+    tachyon.found(req.store.topology.delete, _host(req))
     return wsgi.empty_response(req)

@@ -51,7 +51,7 @@ def _render_provider_traits(req, generation, traits):
         last_modified=_last_modified(traits))
 
 
-@wsgi.handler(min_version='1.6', accept=wsgi.JSON)
+@wsgi.handler(min_version='1.6', accept=wsgi.JSON, uses=('traits',))
 def list_traits(req):
     req.context.can(policies.TRAITS_LIST)
     req.validate_query(schema.LIST_TRAITS)
@@ -70,7 +70,7 @@ def list_traits(req):
         except domain_errors.Invalid:
             raise errors.BadRequest(_BAD_ASSOCIATED)
     traits = domain.select(
-        req.store.list_traits(name_in=trait_filter.name_in,
+        req.store.traits.list(name_in=trait_filter.name_in,
                               associated=trait_filter.associated),
         trait_filter)
     return wsgi.json_response(
@@ -78,18 +78,18 @@ def list_traits(req):
         last_modified=_last_modified(traits))
 
 
-@wsgi.handler(min_version='1.6')
+@wsgi.handler(min_version='1.6', uses=('traits',))
 def get_trait(req):
     req.context.can(policies.TRAITS_SHOW)
     name = req.path_item('name')
     try:
-        trait = req.store.get_trait(name)
+        trait = req.store.traits.get(name)
     except domain_errors.NotFound as exc:
         raise errors.NotFound(exc.message)
     return _cache_headers(req, wsgi.empty_response(req), trait.created_at)
 
 
-@wsgi.handler(min_version='1.6')
+@wsgi.handler(min_version='1.6', uses=('traits',))
 def put_trait(req):
     """Create custom trait {name}: 201 when created, 204 when present."""
     req.context.can(policies.TRAITS_UPDATE)
@@ -99,10 +99,10 @@ def put_trait(req):
     except jsonschema.ValidationError:
         raise errors.BadRequest(_INVALID_NAME)
     status = 204
-    trait = req.store.find_trait(name)
+    trait = req.store.traits.find(name)
     if trait is None:
         try:
-            trait = req.store.create_trait(name)
+            trait = req.store.traits.create(name)
             status = 201
         except domain_errors.Exists:
             pass  # created concurrently: it exists, which is what was asked
@@ -110,16 +110,16 @@ def put_trait(req):
     return _cache_headers(req, response, trait and trait.created_at)
 
 
-@wsgi.handler(min_version='1.6')
+@wsgi.handler(min_version='1.6', uses=('traits',))
 def delete_trait(req):
     req.context.can(policies.TRAITS_DELETE)
     name = req.path_item('name')
     try:
-        req.store.get_trait(name)
+        req.store.traits.get(name)
         if not domain.is_custom(name):
             raise errors.BadRequest(
                 'Cannot delete standard trait %s.' % name)
-        req.store.delete_trait(name)
+        req.store.traits.delete(name)
     except domain_errors.NotFound as exc:
         raise errors.NotFound(exc.message)
     except domain_errors.InUse as exc:
@@ -127,12 +127,12 @@ def delete_trait(req):
     return wsgi.empty_response(req)
 
 
-@wsgi.handler(min_version='1.6', accept=wsgi.JSON)
+@wsgi.handler(min_version='1.6', accept=wsgi.JSON, uses=('traits',))
 def list_provider_traits(req):
     req.context.can(policies.RP_TRAIT_LIST)
     uuid = req.path_item('uuid')
     try:
-        provider, traits = req.store.provider_traits(uuid)
+        provider, traits = req.store.traits.of_provider(uuid)
     except domain_errors.NotFound as exc:
         raise errors.NotFound(
             'No resource provider with uuid %(uuid)s found: %(error)s'
@@ -140,7 +140,7 @@ def list_provider_traits(req):
     return _render_provider_traits(req, provider.generation, traits)
 
 
-@wsgi.handler(min_version='1.6', content=wsgi.JSON)
+@wsgi.handler(min_version='1.6', content=wsgi.JSON, uses=('traits',))
 def set_provider_traits(req):
     """Replace the provider's traits.
 
@@ -152,7 +152,7 @@ def set_provider_traits(req):
     uuid = req.path_item('uuid')
     data = req.json_body(schema.SET_TRAITS_FOR_RP)
     try:
-        generation, traits = req.store.set_provider_traits(
+        generation, traits = req.store.traits.set_for_provider(
             uuid, data['traits'], data['resource_provider_generation'])
     except domain_errors.NotFound:
         raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
@@ -164,13 +164,13 @@ def set_provider_traits(req):
     return _render_provider_traits(req, generation, traits)
 
 
-@wsgi.handler(min_version='1.6')
+@wsgi.handler(min_version='1.6', uses=('providers', 'traits'))
 def delete_provider_traits(req):
     req.context.can(policies.RP_TRAIT_DELETE)
     uuid = req.path_item('uuid')
     try:
-        provider = req.store.get_provider(uuid)
-        req.store.set_provider_traits(uuid, [], provider.generation)
+        provider = req.store.providers.get(uuid)
+        req.store.traits.set_for_provider(uuid, [], provider.generation)
     except domain_errors.NotFound:
         raise errors.EscapedNotFound(_NO_PROVIDER % uuid)
     except domain_errors.ConcurrentUpdate:

@@ -9,7 +9,7 @@ from tachyon_placement.schemas import by_version
 from tachyon_placement.schemas import usage as usage_schema
 
 
-@wsgi.handler(accept=wsgi.JSON)
+@wsgi.handler(accept=wsgi.JSON, uses=('inventories',))
 def list_provider_usages(req):
     """What the provider's allocations use of each class it has inventory
     of (0 when unused).  From 1.15 Last-Modified is now: usage is a
@@ -17,7 +17,7 @@ def list_provider_usages(req):
     req.context.can(policies.PROVIDER_USAGES)
     uuid = req.path_item('uuid')
     try:
-        provider, current = req.store.provider_inventories(uuid)
+        provider, current = req.store.inventories.of_provider(uuid)
     except domain_errors.NotFound as exc:
         raise errors.NotFound('No resource provider with uuid %s found: %s'
                               % (uuid, exc.message))
@@ -26,7 +26,7 @@ def list_provider_usages(req):
               'usages': inventory_domain.usages(current)})
 
 
-@wsgi.handler(min_version='1.9', accept=wsgi.JSON)
+@wsgi.handler(min_version='1.9', accept=wsgi.JSON, uses=('usages',))
 def get_total_usages(req):
     """GET /usages?project_id=&user_id=[&consumer_type=] (1.38 groups by
     consumer type and counts consumers)."""
@@ -34,7 +34,7 @@ def get_total_usages(req):
     user_id = req.GET.get('user_id')
     req.context.can(policies.TOTAL_USAGES, target={'project_id': project_id})
     req.validate_query(by_version(req, usage_schema.GET_USAGES))
-    rows = req.store.project_usage_rows(project_id, user_id)
+    rows = req.store.usages.project_rows(project_id, user_id)
     if req.has('consumer_types'):
         totals = usages_domain.by_consumer_type(
             rows, req.GET.get('consumer_type'))

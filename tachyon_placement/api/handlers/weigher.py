@@ -16,7 +16,7 @@ def _documents(req, weighers):
     """The weighers' documents; a Cypher scorer's says whether the
     collector runs it (``scorer_status``: ``disabled`` with the reason
     and since when, after it broke its bounds)."""
-    disabled = (req.store.disabled_signals() if any(
+    disabled = (req.store.scorers.disabled_signals() if any(
         weigher.scorer['type'] == model.CYPHER for weigher in weighers)
         else {})
     documents = []
@@ -32,17 +32,17 @@ def _documents(req, weighers):
     return documents
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, uses=('scorers', 'weighers'))
 def list_weighers(req):
     req.context.can(policies.LIST)
     return wsgi.json_response(req, {'weighers': _documents(
-        req, req.store.list_weighers())})
+        req, req.store.weighers.list())})
 
 
-@tachyon.handler(accept=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, uses=('scorers', 'weighers'))
 def get_weigher(req):
     req.context.can(policies.SHOW)
-    weigher = tachyon.found(req.store.get_weigher,
+    weigher = tachyon.found(req.store.weighers.get,
                             tachyon.name(req, 'weigher'))
     return wsgi.json_response(req, _documents(req, [weigher])[0])
 
@@ -55,20 +55,20 @@ def _check_names(req, data):
     classes = set(match.get('resource_classes', ()))
     if scorer['type'] == model.USAGE:
         classes.add(scorer['resource_class'])
-    missing = req.store.missing_resource_classes(classes)
+    missing = req.store.resource_classes.missing(classes)
     if missing:
         raise errors.BadRequest('No such resource class %s.'
                                 % ', '.join(sorted(missing)))
     traits = set(match.get('required_traits', ()))
     if scorer['type'] == model.TRAITS:
         traits |= set(scorer.get('prefer', ())) | set(scorer.get('avoid', ()))
-    missing = req.store.missing_traits(traits)
+    missing = req.store.traits.missing(traits)
     if missing:
         raise errors.BadRequest('No such trait(s): %s.'
                                 % ', '.join(sorted(missing)))
     if scorer['type'] == model.METRIC:
         try:
-            metric = req.store.get_metric(scorer['metric'])
+            metric = req.store.metrics.get(scorer['metric'])
         except domain_errors.NotFound:
             raise errors.BadRequest('No such metric %s: store it first '
                                     '(PUT /tachyon/metrics/%s).' % (
@@ -80,7 +80,9 @@ def _check_names(req, data):
                 % metric.name)
 
 
-@tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON)
+@tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON,
+                 uses=('metrics', 'resource_classes', 'scorers', 'traits',
+                       'weighers'))
 def put_weigher(req):
     req.context.can(policies.UPDATE)
     name = tachyon.name(req, 'weigher')
@@ -96,20 +98,20 @@ def put_weigher(req):
         except cypher_text.Refused as exc:
             raise errors.BadRequest('cypher scorer refused: %s' % exc)
         try:
-            req.store.check_cypher_scorer(
+            req.store.scorers.check(
                 query, model.ScorerBounds.from_conf(req.conf))
         except domain_errors.Invalid as exc:
             raise errors.BadRequest(exc.message)
         # Stored again: a scorer disabled for breaking its bounds is
         # given another chance.
-        req.store.enable_signal(model.cypher_signal(query))
-    return tachyon.stored(req, req.store.put_weigher,
+        req.store.scorers.enable_signal(model.cypher_signal(query))
+    return tachyon.stored(req, req.store.weighers.put,
                           model.Weigher.from_document(name, data),
                           data.get('generation'))
 
 
-@tachyon.handler()
+@tachyon.handler(uses=('weighers',))
 def delete_weigher(req):
     req.context.can(policies.DELETE)
-    tachyon.found(req.store.delete_weigher, tachyon.name(req, 'weigher'))
+    tachyon.found(req.store.weighers.delete, tachyon.name(req, 'weigher'))
     return wsgi.empty_response(req)

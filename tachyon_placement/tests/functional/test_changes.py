@@ -138,14 +138,14 @@ def test_a_cursor_older_than_the_retention_gets_410():
         assert status == 200
         assert [(c['type'], c['deleted']) for c in body['changes']] == [
             ('resource_provider', False), ('resource_provider', True)]
-        assert store.prune_feed(keep=0) == store.worlds.current().version
+        assert store.changes.prune(keep=0) == store.worlds.current().version
         status, body = _tachyon_get(fixture.app,
                                     '/tachyon/changes?since=%d' % old)
         assert status == 410
         assert body['errors'][0]['code'] == 'tachyon.changes.gone'
         # From the floor on, the feed answers.
         status, body = _tachyon_get(
-            fixture.app, '/tachyon/changes?since=%d' % store.feed_floor())
+            fixture.app, '/tachyon/changes?since=%d' % store.changes.floor())
         assert status == 200
     finally:
         fixture.stop_fixture()

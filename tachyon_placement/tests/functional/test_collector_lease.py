@@ -9,13 +9,13 @@ def test_a_clean_stop_lets_the_lease_go(service):
     store = service.app.store
     first = collector.Collector(store, None, 30,
                                 model.ScorerBounds(timeout=1, memory_mib=64))
-    assert store.take_telemetry_lease(first.holder, 60)
+    assert store.metrics.take_lease(first.holder, 60)
     first._held = True   # as collect_once marks it
-    assert not store.take_telemetry_lease('another-process', 60)
+    assert not store.metrics.take_lease('another-process', 60)
     first.stop()
-    assert store.take_telemetry_lease('another-process', 60)
+    assert store.metrics.take_lease('another-process', 60)
     # A collector that never held it lets nothing go.
     second = collector.Collector(store, None, 30,
                                  model.ScorerBounds(timeout=1, memory_mib=64))
     second.stop()
-    assert not store.take_telemetry_lease(second.holder, 60)
+    assert not store.metrics.take_lease(second.holder, 60)

@@ -4,36 +4,16 @@ Each YAML test is a pytest item.  A file's fixtures start before its first
 selected test and stop when the next file starts (or at the end); a test
 selected alone runs the tests before it in its file first, as gabbi does.
 Fixtures come from ``fixtures.ours``: the upstream fixture names plus ours.
-
-The upstream allocation candidate files also run here once more, with the
-candidate reads going to the engine instead of the in-memory copy of the
-graph, so both readers stay equivalent.
 """
 import pathlib
 import unittest
-import uuid
 
 from gabbi import driver
-from gabbi import handlers
-from gabbi import suitemaker
-from gabbi import utils
 import pytest
 
 from tachyon_placement.tests.functional.fixtures import ours
-from tachyon_placement.tests.functional import test_upstream_gabbits
 
 GABBITS = pathlib.Path(__file__).resolve().parents[3] / 'gabbits'
-
-UPSTREAM_CANDIDATE_FILES = (
-    'allocation-candidates', 'allocation-candidates-any-traits',
-    'allocation-candidates-any-traits-groups',
-    'allocation-candidates-bug-1792503',
-    'allocation-candidates-mappings-numa',
-    'allocation-candidates-mappings-sharing',
-    'allocation-candidates-member-of', 'allocation-candidates-root-required',
-    'allocations-mappings', 'granular', 'granular-same-subtree',
-    'same-subtree-deep', 'shared-resources',
-)
 
 
 def _load():
@@ -82,21 +62,3 @@ def test_gabbi(test_id, running):
         pytest.fail(failures[0][1], pytrace=False)
     if result.skipped:
         pytest.skip(result.skipped[0][1])
-
-
-@pytest.mark.parametrize('name', UPSTREAM_CANDIDATE_FILES)
-def test_upstream_candidates_from_engine_reads(name):
-    directory = test_upstream_gabbits.gabbits_dir()
-    suite = suitemaker.test_suite_from_dict(
-        unittest.TestLoader(), name,
-        utils.load_yaml(yaml_file='%s/%s.yaml' % (directory, name),
-                        safe=True),
-        directory, str(uuid.uuid4()), None, ours.ENGINE_READS,
-        ours.setup_app, test_loader_name='engine_reads',
-        handlers=[handler() for handler in handlers.RESPONSE_HANDLERS])
-    result = unittest.TestResult()
-    suite.run(result)
-    failures = result.failures + result.errors
-    assert not failures, '\n'.join(
-        '%s\n%s' % (test.id(), text[-1500:]) for test, text in failures[:3])
-    assert not result.skipped

@@ -31,11 +31,11 @@ def _labels_stamps(service):
 
 def test_writes_move_the_version_and_stamp_what_they_change(service):
     store, seed = service.app.store, service.seed
-    version = store.graph_version()[0]
+    version = store.versions.graph()[0]
 
     def moved(*names):
         nonlocal version
-        new_version = store.graph_version()[0]
+        new_version = store.versions.graph()[0]
         assert new_version > version
         stamps = _stamps(service)
         for name in names:
@@ -72,7 +72,7 @@ def test_writes_move_the_version_and_stamp_what_they_change(service):
               {'name': 'child', 'parent_provider_uuid': None})
     moved('child', 'grandchild')
     seed.call('DELETE', '/resource_providers/%s' % grandchild)
-    new_version = store.graph_version()[0]
+    new_version = store.versions.graph()[0]
     assert new_version > version
     assert {row['uuid']: row['stamp']
             for row in service.engine.read(TOMBSTONES)} == {
@@ -82,15 +82,15 @@ def test_writes_move_the_version_and_stamp_what_they_change(service):
 def test_a_failed_guard_moves_nothing(service):
     store, seed = service.app.store, service.seed
     cn = seed.create_provider('cn')
-    version = store.graph_version()[0]
+    version = store.versions.graph()[0]
     seed.call('PUT', '/resource_providers/%s/inventories' % cn,
               {'resource_provider_generation': 42,
                'inventories': {'VCPU': {'total': 1}}}, expect=(409,))
-    assert store.graph_version()[0] == version
+    assert store.versions.graph()[0] == version
 
 
 def _search_snapshot(store):
-    reader = store.candidate_reader()
+    reader = store.candidates.reader()
     snapshot, load = reader.search_snapshot(reader.sharing_providers(),
                                             set())
     assert load is None     # every tree is in it
@@ -153,15 +153,15 @@ def test_search_snapshot_keeps_untouched_trees_after_many_copies(service):
     written = seed.create_provider('written')
     seed.add_inventory(written, 'VCPU', 64)
     before = _search_snapshot(store)
-    world = store.candidate_reader().world
+    world = store.candidates.reader().world
     steps = snapshot_module._STEPS_KEPT + 4
     for _step in range(steps):
         seed.call('PUT', '/allocations/%s' % uuidlib.uuid4(), {
             'allocations': {written: {'resources': {'VCPU': 1}}},
             'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
             'consumer_type': 'INSTANCE'})
-        store.candidate_reader()    # the copy moves, no search
-    assert store.candidate_reader().world.touched_since(world) is None
+        store.candidates.reader()    # the copy moves, no search
+    assert store.candidates.reader().world.touched_since(world) is None
     after = _search_snapshot(store)
     assert after.by_uuid[kept] is before.by_uuid[kept]
     assert after.trees[kept] is before.trees[kept]
@@ -229,7 +229,7 @@ def test_a_copy_catches_up_in_the_version_read_or_whole(service,
         # Read whole only when more changed than the version read brings.
         assert ('snap_changed' in reads) == (
             count > snapshot_module._CHANGES_ALONG)
-        assert world.version == store.graph_version().version
+        assert world.version == store.versions.graph().version
         for uuid in made:
             assert world.records[uuid].provider.name.startswith(
                 'rp-%d-' % count)
@@ -275,7 +275,7 @@ def test_a_copy_far_behind_reads_the_changes_a_page_at_a_time(service,
     assert sorted(sum(pages, [])) == sorted(hosts + later)
     for index, host in enumerate(hosts):
         assert world.records[host].inventories['VCPU'].used == 1 + index
-    assert world.version == store.graph_version().version
+    assert world.version == store.versions.graph().version
     rebuilt = snapshot_module.World(
         world.version, snapshot_module._records(store.engine))
     assert sorted(world.records) == sorted(rebuilt.records)
@@ -310,7 +310,7 @@ def test_a_copy_another_thread_moved_uses_the_changes_it_read(
                 'VCPU'].total == 16
             moved.append(seed.create_provider('second'))
             assert store.worlds._world.version < (
-                store.graph_version().version)
+                store.versions.graph().version)
             del reads[:]        # (the other thread's and the writes')
         reads.append(statement.name)
         return read(statement, **params)
@@ -318,7 +318,7 @@ def test_a_copy_another_thread_moved_uses_the_changes_it_read(
     world = store.worlds.current()
     second = moved[1]
     assert reads == ['snap_version_and_changes'], reads
-    assert world.version == store.graph_version().version
+    assert world.version == store.versions.graph().version
     assert world.records[first].inventories['VCPU'].total == 16
     assert world.records[second].provider.name == 'second'
     rebuilt = snapshot_module.World(
@@ -367,7 +367,7 @@ def test_copies_made_while_writes_commit_end_equal_to_the_graph(service):
         thread.join()
     assert not failures, failures
     world = store.worlds.current(whole=True)
-    assert world.complete == world.version == store.graph_version().version
+    assert world.complete == world.version == store.versions.graph().version
     graph = {row['uuid']: row['stamp']
              for row in service.engine.read(ALL_PROVIDERS)}
     assert len(graph) > 30

@@ -345,7 +345,7 @@ def test_an_interrupted_import_resumes(tmp_path):
             import_run.import_database(
                 store, Interrupting(database, 'allocations', 2), out,
                 progress=False, batch=3)
-        marker, providers = store.import_marker()
+        marker, providers = store.imports.marker()
         assert not marker['finished']
         assert 'consumers' in marker['done']
         assert 'allocations' not in marker['done']
@@ -354,7 +354,7 @@ def test_an_interrupted_import_resumes(tmp_path):
                                              progress=False, batch=3)
         assert list(written) == ['allocations']
         assert import_run.verify(store, database, out) == []
-        assert store.import_marker()[0]['finished']
+        assert store.imports.marker()[0]['finished']
         # Another source is refused.
         with pytest.raises(import_run.ImportRefused):
             import_run.import_database(

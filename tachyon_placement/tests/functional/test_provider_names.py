@@ -40,43 +40,43 @@ def _names(count, seed=7):
 
 def test_names_are_stored_and_unique_exactly(store):
     names = _names(150)
-    made = {name: store.create_provider(str(uuid.uuid4()), name)
+    made = {name: store.providers.create(str(uuid.uuid4()), name)
             for name in names}
     for name, provider in made.items():
         assert provider.name == name
-        assert store.get_provider(provider.uuid).name == name
+        assert store.providers.get(provider.uuid).name == name
         with pytest.raises(errors.Exists) as caught:
-            store.create_provider(str(uuid.uuid4()), name)
+            store.providers.create(str(uuid.uuid4()), name)
         assert caught.value.field == 'name'
     # The engine process survived every one of them.
-    assert store.get_provider(made[names[0]].uuid).name == names[0]
+    assert store.providers.get(made[names[0]].uuid).name == names[0]
 
 
 def test_rename_moves_the_key(store):
-    first = store.create_provider(str(uuid.uuid4()), ' a')
-    second = store.create_provider(str(uuid.uuid4()), 'a')
-    renamed = store.update_provider(first, 'a ', None)
+    first = store.providers.create(str(uuid.uuid4()), ' a')
+    second = store.providers.create(str(uuid.uuid4()), 'a')
+    renamed = store.providers.update(first, 'a ', None)
     assert renamed.name == 'a '
     # ' a' is free again, 'a ' and 'a' are taken.
-    store.create_provider(str(uuid.uuid4()), ' a')
+    store.providers.create(str(uuid.uuid4()), ' a')
     with pytest.raises(errors.Exists):
-        store.update_provider(second, 'a ', None)
-    parent = store.create_provider(str(uuid.uuid4()), 'parent')
+        store.providers.update(second, 'a ', None)
+    parent = store.providers.create(str(uuid.uuid4()), 'parent')
     with pytest.raises(errors.Exists):
-        store.update_provider(second, 'a ', parent.uuid)
-    assert store.get_provider(second.uuid).parent_uuid is None
+        store.providers.update(second, 'a ', parent.uuid)
+    assert store.providers.get(second.uuid).parent_uuid is None
 
 
 def test_sync_migrates_providers_without_name_keys(store):
     """A graph written before name_key: sync backfills the keys, after
     which lookups and uniqueness work on the old providers."""
-    made = store.create_provider(str(uuid.uuid4()), 'old-host')
+    made = store.providers.create(str(uuid.uuid4()), 'old-host')
     strip = _STRIP_NAME_KEY
     store.engine.write(strip, uuid=made.uuid)
     store.sync()
     store.sync()  # idempotent
     with pytest.raises(errors.Exists):
-        store.create_provider(str(uuid.uuid4()), 'old-host')
+        store.providers.create(str(uuid.uuid4()), 'old-host')
     rows = store.engine.read(_NAME_KEY, uuid=made.uuid)
     assert rows == [{'key': schema.name_key('old-host')}]
 
@@ -99,4 +99,4 @@ def test_sync_drops_the_old_falkordb_name_constraint(store):
                 if c['label'] == 'ResourceProvider'
                 and c['properties'] == ['name']]
     # This crashed the server while the constraint existed.
-    assert store.create_provider(str(uuid.uuid4()), ' a').name == ' a'
+    assert store.providers.create(str(uuid.uuid4()), ' a').name == ' a'

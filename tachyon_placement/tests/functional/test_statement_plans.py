@@ -57,7 +57,7 @@ def test_a_null_lookup_asks_the_index(engine, statement, params):
 # the graph the API keeps (whole), the import's checks, the candidate
 # probes of engines without such a copy, a schema backfill.
 SCANS_BY_DESIGN = {
-    'cand_probe_resources', 'cand_probe_traits', 'import_finish',
+    'import_finish',
     'import_graph_counts', 'import_graph_usages', 'import_marker',
     'schema_backfill_name_keys', 'snap_all_aggregates',
     'snap_all_inventories', 'snap_all_providers', 'snap_all_traits'}

@@ -40,7 +40,7 @@ def test_parts_are_linked_as_the_document_says(service):
     model.check(DOCUMENT)
     document = model.normalized(DOCUMENT)
     for generation in (None, 0):   # created, then replaced
-        store.put_topology('cn-parts', document, generation)
+        store.topology.put('cn-parts', document, generation)
         edges = {row['address']: (row['node'], row['pf']) for row in
                  store.engine.read(EDGES, name='cn-parts')}
         assert edges == {

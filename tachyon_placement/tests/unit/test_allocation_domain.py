@@ -100,8 +100,9 @@ def test_several_consumers_in_one_request_share_capacity():
 
 
 class FakeStore:
-    """Just enough of the store port for apply(): the write fails the
-    first ``conflicts`` times, as if another writer got in first."""
+    """Just enough of the store for apply() (its allocations and resource
+    classes, both this object): the write fails the first ``conflicts``
+    times, as if another writer got in first."""
 
     def __init__(self, conflicts, held=None, claim_fits=True):
         """``held``: the ProviderStates the store holds without reading
@@ -114,6 +115,7 @@ class FakeStore:
         self.held = held
         self.claim_fits = claim_fits
         self.claims = []
+        self.allocations = self.resource_classes = self
 
     def held_provider_states(self, provider_uuids):
         if self.held is None or not set(provider_uuids) <= set(self.held):
@@ -137,10 +139,10 @@ class FakeStore:
                 {uuid: provider(uuid, VCPU=dict(total=4))
                  for uuid in provider_uuids if uuid == 'rp'})
 
-    def missing_resource_classes(self, names):
+    def missing(self, names):
         return set(names) - {'VCPU', 'MEMORY_MB'}
 
-    def write_allocations(self, plan):
+    def write(self, plan):
         self.writes += 1
         return self.writes > self.conflicts
 
@@ -210,7 +212,7 @@ def test_remove_allocations_is_one_write_without_a_read():
     removed = []
 
     class Removing(FakeStore):
-        def remove_allocations(self, consumer_uuid):
+        def remove(self, consumer_uuid):
             removed.append(consumer_uuid)
             return consumer_uuid == 'c'
     store = Removing(conflicts=0)

@@ -199,20 +199,22 @@ def test_seconds_to_mark_points_at_the_shared_marks(monkeypatch):
 
 
 class FakeStore:
+    """The store's worlds, versions and changes (all this object)."""
+
     def __init__(self, consumers=None):
-        self.worlds = self
+        self.worlds = self.versions = self.changes = self
         self.listeners = []
-        self.consumers = consumers or {}
+        self.written_consumers = consumers or {}
 
     def current(self, whole=False):
         return None
 
-    def written_version(self):
+    def written(self):
         return self.current().version
 
-    def feed_consumers(self, since, upto):
-        return {uuid: found for uuid, found in self.consumers.items()
-                if since < found[0] <= upto}
+    def consumers(self, since, upto):
+        return {uuid: found for uuid, found
+                in self.written_consumers.items() if since < found[0] <= upto}
 
 
 class FakeWorld:
@@ -344,14 +346,14 @@ def test_a_consumer_that_moves_reaches_the_host_it_left():
     store.listeners[0](None, world, None, [], [], None)
     on_a = allocations.ConsumerState('c', 0, 'p', 'u', 'INSTANCE',
                                      {'a': {'VCPU': 2}})
-    store.consumers = {'c': (2, on_a, ['a'])}
+    store.written_consumers = {'c': (2, on_a, ['a'])}
     world2 = FakeWorld(2, [a, b])
     found = _observed(feed, store, world, world2, {})
     assert found[0].kind == changes.CONSUMER
     assert found[0].scope.hosts == {'cn1'}
     on_b = allocations.ConsumerState('c', 1, 'p', 'u', 'INSTANCE',
                                      {'b': {'VCPU': 2}})
-    store.consumers = {'c': (3, on_b, ['b'])}
+    store.written_consumers = {'c': (3, on_b, ['b'])}
     world3 = FakeWorld(3, [a, b])
     found = _observed(feed, store, world2, world3, {})
     # Where it is now and where it was: cn1's mirror drops it.
@@ -360,7 +362,7 @@ def test_a_consumer_that_moves_reaches_the_host_it_left():
     assert document['consumer']['allocations'] == {
         'b': {'resources': {'VCPU': 2}}}
     assert document['consumer']['consumer_generation'] == 1
-    store.consumers = {'c': (4, None, ['b'])}
+    store.written_consumers = {'c': (4, None, ['b'])}
     world4 = FakeWorld(4, [a, b])
     found = _observed(feed, store, world3, world4, {})
     assert found[0].state is None and found[0].scope.hosts == {'cn2'}
@@ -393,20 +395,20 @@ def test_a_cursor_ahead_of_a_lagging_replica_waits_for_it(monkeypatch):
     class Store(FakeStore):
         def __init__(self, versions):
             super().__init__()
-            self.versions = list(versions)
+            self.read_versions = list(versions)
 
         def current(self, whole=False):
-            if len(self.versions) > 1:
-                return FakeWorld(self.versions.pop(0))
-            return FakeWorld(self.versions[0])
+            if len(self.read_versions) > 1:
+                return FakeWorld(self.read_versions.pop(0))
+            return FakeWorld(self.read_versions[0])
 
-        def written_version(self):
+        def written(self):
             return 140
 
-        def feed_floor(self):
+        def floor(self):
             return 0
 
-        def feed_since(self, cursor):
+        def since(self, cursor):
             return [], [], []
 
     feed = service.Feed(Store([135, 136, 138, 140]))
