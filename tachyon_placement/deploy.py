@@ -21,8 +21,12 @@ def loadapp(conf, store=None):
     passed in.
     """
     collector = None
-    if store is None:
+    opened = store is None
+    if opened:
         store = graph_store.open_store(conf)
+    if store.feed is None:
+        store.feed = feed_service.Feed(store)
+    if opened:
         warm_up(store)
         # One per process; the lease makes one of them collect.
         collector = telemetry_collector.start_collector(conf, store)

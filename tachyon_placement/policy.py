@@ -2,7 +2,7 @@
 
 There is no process-wide enforcer: the application builds one per
 ``ConfigOpts`` with :func:`make_enforcer` and hands it to every
-``tachyon_placement.context.RequestContext`` (``enforcer=`` kwarg), which
+``tachyon_placement.api.context.RequestContext`` (``enforcer=`` kwarg), which
 checks actions through ``context.can()``.
 
 The enforcer honours the usual ``[oslo_policy]`` options: ``policy_file``

@@ -9,7 +9,7 @@ from oslo_middleware import request_id
 import webob.dec
 import webob.exc
 
-from tachyon_placement import context as request_context
+from tachyon_placement.api import context as request_context
 from tachyon_placement.api import wsgi
 
 LOG = logging.getLogger(__name__)

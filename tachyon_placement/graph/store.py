@@ -10,8 +10,6 @@ import urllib.parse
 import os_resource_classes
 import os_traits
 
-from tachyon_placement.feed import service as feed_service
-
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import candidates
@@ -62,7 +60,9 @@ class Store:
         self.allocations = allocations.AllocationStore(engine, self.worlds)
         self.candidates = candidates.Candidates(
             self.worlds, engine.leaves_cycles_in_flight)
-        self.feed = feed_service.Feed(self)
+        # The process's change feed (feed/service.py), a room of its own
+        # that follows the copies of the graph: deploy.loadapp attaches it.
+        self.feed = None
 
     def sync(self):
         """Idempotent start-up work: schema, standard classes and traits."""

@@ -6,8 +6,8 @@ from oslo_config import cfg
 from oslo_policy import opts as policy_opts
 from oslo_policy import policy as oslo_policy
 
+from tachyon_placement.api import context
 from tachyon_placement.api import errors
-from tachyon_placement import context
 from tachyon_placement import policies
 from tachyon_placement import policy
 from tachyon_placement.policies import allocation

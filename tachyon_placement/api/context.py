@@ -1,4 +1,5 @@
-"""Per-request context carrying identity, configuration and policy."""
+"""Per-request context of the web layer: identity, configuration and
+policy (a refusal is the API's 403)."""
 from oslo_context import context
 from oslo_log import log as logging
 from oslo_policy import policy as oslo_policy
