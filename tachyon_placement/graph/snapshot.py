@@ -28,113 +28,14 @@ from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.domain import sharded
 from tachyon_placement.graph import versioning
-from tachyon_placement.graph.cypher import Statement
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
 
 LOG = logging.getLogger(__name__)
 
-_PROVIDER_COLUMNS = """rp.uuid AS uuid, rp.name AS name,
-       rp.generation AS generation, rp.parent_uuid AS parent_uuid,
-       rp.root_uuid AS root_uuid, rp.seq AS seq, rp.stamp AS stamp,
-       rp.labels_stamp AS labels_stamp, rp.created_at AS created_at,
-       rp.updated_at AS updated_at"""
-_INVENTORY_COLUMNS = """rp.uuid AS uuid, rc.name AS rc, inv.total AS total,
-       inv.reserved AS reserved, inv.min_unit AS min_unit,
-       inv.max_unit AS max_unit, inv.step_size AS step_size,
-       inv.allocation_ratio AS allocation_ratio, inv.used AS used"""
-
-# Full loads (no stamp filter: also providers written before stamps).
-ALL_PROVIDERS = Statement('snap_all_providers', common="""
-MATCH (rp:ResourceProvider)
-RETURN %s
-""" % _PROVIDER_COLUMNS)
-ALL_INVENTORIES = Statement('snap_all_inventories', common="""
-MATCH (rp:ResourceProvider)-[inv:PROVIDES]->(rc:ResourceClass)
-RETURN %s
-""" % _INVENTORY_COLUMNS)
-ALL_TRAITS = Statement('snap_all_traits', common="""
-MATCH (rp:ResourceProvider)-[:HAS_TRAIT]->(t:Trait)
-RETURN rp.uuid AS uuid, t.name AS name
-""")
-ALL_AGGREGATES = Statement('snap_all_aggregates', common="""
-MATCH (rp:ResourceProvider)-[:MEMBER_OF]->(a:Aggregate)
-RETURN rp.uuid AS uuid, a.uuid AS name
-""")
-
-# Incremental loads: what was stamped after $since.  A provider comes with
-# its inventories and labels (a few names); a copy keeps its own labels
-# when they did not change (labels_stamp), so that most writes
-# (allocations: usage and generations) leave the very sets in place.
-_CHANGED_PROVIDER = """rp {.uuid, .name, .generation, .parent_uuid, .root_uuid,
-          .seq, .stamp, .labels_stamp, .created_at, .updated_at,
-          inventories: [(rp)-[inv:PROVIDES]->(rc:ResourceClass) |
-                        {rc: rc.name, total: inv.total,
-                         reserved: inv.reserved, min_unit: inv.min_unit,
-                         max_unit: inv.max_unit, step_size: inv.step_size,
-                         allocation_ratio: inv.allocation_ratio,
-                         used: inv.used}],
-          traits: [(rp)-[:HAS_TRAIT]->(t:Trait) | t.name],
-          aggregates: [(rp)-[:MEMBER_OF]->(a:Aggregate) | a.uuid]}"""
-# A page of them, in (stamp, uuid) order from ($start, $after) on: a
-# process that fell far behind (every provider moved by a bulk load)
-# parsed the whole cloud's maps at once, and the records made meanwhile
-# pinned the freed memory (pymalloc arenas: 230 MiB more per worker at
-# 10,000 hosts).  A provider written between two pages moves to the end
-# and is read again (the later state wins): none is missed.  The page's
-# start is written as NOT (...): FalkorDB folded "rp.stamp > $start OR
-# rp.uuid > $after" into its index scan as a range on uuid too, which
-# with $after '' is every provider (30 ms at 10,000 hosts for an empty
-# page, the scheduling loop's largest engine cost; now 0.3 ms).
-CHANGED = Statement('snap_changed', common="""
-MATCH (rp:ResourceProvider)
-WHERE rp.stamp >= $start AND NOT (rp.stamp = $start AND rp.uuid <= $after)
-WITH rp ORDER BY rp.stamp, rp.uuid LIMIT $page
-RETURN %s AS provider
-""" % _CHANGED_PROVIDER)
-DELETED = Statement('snap_deleted', common="""
-MATCH (gone:Tombstone) WHERE gone.stamp > $since
-RETURN gone.uuid AS uuid, gone.stamp AS stamp
-""")
-# The graph version (as versioning.VERSION reads it) and, in the same
-# read, what changed since a copy's version: every request reads the
-# version, and after a write in another process three round trips to the
-# engine (version, changes, deletions) were a tenth of a scheduling loop's
-# server time; with nothing changed the two index lookups find nothing.
-# At most $most of each: the threads of a process that fell far behind (a
-# bulk load) each read the changes, and only one applies them; when it
-# may have been cut, the one that applies reads them all again (CHANGED,
-# a page at a time, and DELETED).
-#
-# The version is read first and the changes after it, each subquery
-# importing it (so Neo4j plans them on the right of an Apply, run after
-# the read): Neo4j reads at read-committed isolation, and a write that
-# committed between the two reads when the version came last (as the
-# planner had placed it) named a copy after changes it did not hold; the
-# next copy read only what came after, and the copy kept a deleted
-# provider, or an old state of one, until that provider changed again
-# (test_graph_version.py).  Read this way a copy may hold changes newer
-# than its version, which the next copy reads again.
-VERSION_AND_CHANGES = Statement('snap_version_and_changes', common="""
-%s
-CALL {
-  WITH version
-  MATCH (gone:Tombstone) WHERE gone.stamp > $since
-  WITH gone LIMIT $most
-  RETURN collect(gone {.uuid, .stamp}) AS deleted
-}
-CALL {
-  WITH version
-  MATCH (rp:ResourceProvider) WHERE rp.stamp > $since
-  WITH rp LIMIT $most
-  RETURN collect(%s) AS changed
-}
-RETURN %s, deleted, changed
-""" % (versioning.VERSION_VALUES.strip(), _CHANGED_PROVIDER,
-       versioning.VERSION_COLUMNS))
 # Changed or deleted providers a version read brings along (see above).
 _CHANGES_ALONG = 64
-# Changed providers read at once past that (see CHANGED).
+# Changed providers read at once past that (world_reads.changed).
 _CHANGED_PAGE = 2000
 # Seconds a copy that may lack part of its newest write serves before the
 # next request checks (WorldCache.current): under a stream of writes the
@@ -799,12 +700,12 @@ def _roots_of(records):
             if record.parent_uuid is None}
 
 
-def _labels(engine):
+def _labels(reads):
     """({uuid: trait names}, {uuid: aggregate uuids}) of every provider."""
     traits, aggregates = {}, {}
-    for row in engine.read(ALL_TRAITS):
+    for row in reads.traits():
         traits.setdefault(row['uuid'], set()).add(row['name'])
-    for row in engine.read(ALL_AGGREGATES):
+    for row in reads.aggregates():
         aggregates.setdefault(row['uuid'], set()).add(row['name'])
     return traits, aggregates
 
@@ -868,34 +769,18 @@ def _same_record(held, record):
         and held.inventories == record.inventories)
 
 
-def _records(engine):
+def _records(reads):
     """{uuid: ProviderRecord} of every provider, from the four per-kind
-    statements."""
-    traits, aggregates = _labels(engine)
+    reads (graph/world_reads.py)."""
+    traits, aggregates = _labels(reads)
     inventories = {}
-    for row in engine.read(ALL_INVENTORIES):
+    for row in reads.inventories():
         inventories.setdefault(row['uuid'], {})[row['rc']] = _inventory(row)
     return {row['uuid']: _record(
         row, _LABEL_SETS(traits.get(row['uuid'], _EMPTY)),
         _LABEL_SETS(aggregates.get(row['uuid'], _EMPTY)),
         inventories.get(row['uuid'], {}))
-        for row in engine.read(ALL_PROVIDERS) if row['uuid'] is not None}
-
-
-def _changed_rows(engine, since):
-    """The _CHANGED_PROVIDER maps of the providers stamped after ``since``
-    (an integer, as every stamp), read a page at a time: each page's rows
-    are garbage once the next is read."""
-    start, after = since + 1, ''
-    while True:
-        rows = engine.read(CHANGED, start=start, after=after,
-                           page=_CHANGED_PAGE)
-        for row in rows:
-            yield row['provider']
-        if len(rows) < _CHANGED_PAGE:
-            return
-        last = rows[-1]['provider']
-        start, after = last['stamp'], last['uuid']
+        for row in reads.providers() if row['uuid'] is not None}
 
 
 def _changed_records(rows, since, held):
@@ -1037,9 +922,8 @@ class WorldCache:
         come with the version, else None)."""
         if world is None:
             return self._store.versions.graph(), None
-        row = self._store.engine.read(VERSION_AND_CHANGES,
-                                      since=world.complete,
-                                      most=_CHANGES_ALONG + 1)[0]
+        row = self._store.world_reads.version_and_changes(
+            world.complete, _CHANGES_ALONG + 1)
         caught_up = None
         if max(len(row['changed']), len(row['deleted'])) <= _CHANGES_ALONG:
             caught_up = (world.complete, row['changed'], [
@@ -1076,14 +960,14 @@ class WorldCache:
         # a commit (Neo4j) shows the graph version of a write before all
         # its changes; every earlier write has finished, since it let go
         # of the version's lock before this one took it.
-        complete = version if self._store.engine.reads_whole_commits else (
+        reads = self._store.world_reads
+        complete = version if reads.reads_whole_commits else (
             max(version - 1, settled))
-        engine = self._store.engine
         if world is None or stamps.full_reload > world.complete:
-            world = World(version, _records(engine))
+            world = World(version, _records(reads))
             changed, gone = None, ()
             settle(len(world.records), len(world.records),
-                   engine.leaves_cycles_in_flight)
+                   reads.leaves_cycles_in_flight)
         else:
             since = world.complete
             if caught_up is not None and caught_up[0] <= since:
@@ -1097,9 +981,8 @@ class WorldCache:
                         if stamp > since]
             else:
                 # Too many to bring along: from the copy's version.
-                gone = [(row['uuid'], row['stamp']) for row in
-                        engine.read(DELETED, since=since)]
-                rows = _changed_rows(engine, since)
+                gone = reads.deleted(since)
+                rows = reads.changed(since, _CHANGED_PAGE)
             held = world.records
             changed, fresh = {}, {}
             for uuid, record in _changed_records(rows, since,
@@ -1121,7 +1004,7 @@ class WorldCache:
             world = world.evolve(version, fresh,
                                  [uuid for uuid, _stamp in gone])
             settle(len(fresh), len(world.records),
-                   engine.leaves_cycles_in_flight)
+                   reads.leaves_cycles_in_flight)
         world.complete = complete
         return world, changed, gone
 

@@ -26,6 +26,7 @@ from tachyon_placement.graph import topology
 from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph import weighers
+from tachyon_placement.graph import world_reads
 
 # The graph key of FalkorDB when [graph] database is unset.
 FALKORDB_GRAPH = 'placement'
@@ -56,6 +57,7 @@ class Store:
         self.topology = topology.TopologyStore(engine)
         self.changes = feed.FeedStore(engine)
         self.imports = importer.ImportStore(engine)
+        self.world_reads = world_reads.WorldReadStore(engine)
         self.worlds = snapshot.WorldCache(self)
         self.allocations = allocations.AllocationStore(engine, self.worlds)
         self.candidates = candidates.Candidates(

@@ -197,7 +197,7 @@ def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
     # Brought up to date from a copy that never held the provider (its
     # labels older than the copy): they come with the read.
     changed = snapshot_module._changed_records(
-        snapshot_module._changed_rows(store.engine, labelled), labelled, {})
+        store.world_reads.changed(labelled, 2000), labelled, {})
     assert changed[cn].inventories['VCPU'].used == 0
     assert changed[cn].traits == {'CUSTOM_SILVER'}
     assert changed[cn].aggregates == {agg}
@@ -235,7 +235,7 @@ def test_a_copy_catches_up_in_the_version_read_or_whole(service,
                 'rp-%d-' % count)
         assert world.records[made[0]].inventories['VCPU'].total == 4
         rebuilt = snapshot_module.World(
-            world.version, snapshot_module._records(store.engine))
+            world.version, snapshot_module._records(store.world_reads))
         assert sorted(world.records) == sorted(rebuilt.records)
         assert [record.uuid for record in world.ordered] == [
             record.uuid for record in rebuilt.ordered]
@@ -277,7 +277,7 @@ def test_a_copy_far_behind_reads_the_changes_a_page_at_a_time(service,
         assert world.records[host].inventories['VCPU'].used == 1 + index
     assert world.version == store.versions.graph().version
     rebuilt = snapshot_module.World(
-        world.version, snapshot_module._records(store.engine))
+        world.version, snapshot_module._records(store.world_reads))
     assert sorted(world.records) == sorted(rebuilt.records)
     assert {uuid: record.inventories for uuid, record in
             world.records.items()} == {
@@ -322,7 +322,7 @@ def test_a_copy_another_thread_moved_uses_the_changes_it_read(
     assert world.records[first].inventories['VCPU'].total == 16
     assert world.records[second].provider.name == 'second'
     rebuilt = snapshot_module.World(
-        world.version, snapshot_module._records(store.engine))
+        world.version, snapshot_module._records(store.world_reads))
     assert sorted(world.records) == sorted(rebuilt.records)
 
 
@@ -374,7 +374,7 @@ def test_copies_made_while_writes_commit_end_equal_to_the_graph(service):
     assert {uuid: record.stamp for uuid, record in world.records.items()} \
         == graph
     rebuilt = snapshot_module.World(world.version,
-                                    snapshot_module._records(store.engine))
+                                    snapshot_module._records(store.world_reads))
     for uuid, record in rebuilt.records.items():
         assert snapshot_module._same_record(world.records[uuid], record)
 

@@ -92,18 +92,18 @@ def test_only_whole_graph_reads_scan_every_provider_or_consumer(engine):
 
 
 def test_a_page_of_changes_asks_the_index_for_stamps_only(engine):
-    """The catch-up's page (snapshot.CHANGED) asks the stamp index for
+    """The catch-up's page (world_reads.CHANGED) asks the stamp index for
     the providers from its start on and filters the tie-break on uuid
     after.  Given to the index too, the OR was answered as a range on
     the uuid index (every provider for the first page's $after '')
     intersected with the stamp range: few records out, 30-80 ms at
     10,000 hosts for an empty page, on a tenth of the scheduling loop's
     candidate reads."""
-    from tachyon_placement.graph import snapshot
+    from tachyon_placement.graph import world_reads
     engine._graph.query(
         'UNWIND range(1, 60) AS i '
         'CREATE (:ResourceProvider {uuid: toString(1000 + i), stamp: i})')
-    text = snapshot.CHANGED.text('falkordb')
+    text = world_reads.CHANGED.text('falkordb')
     plan = [line.strip().split(' |')[0] for line in
             engine._graph.explain(text, {'start': 1, 'after': '',
                                          'page': 10}).plan]
