@@ -373,8 +373,8 @@ def test_copies_made_while_writes_commit_end_equal_to_the_graph(service):
     assert len(graph) > 30
     assert {uuid: record.stamp for uuid, record in world.records.items()} \
         == graph
-    rebuilt = snapshot_module.World(world.version,
-                                    snapshot_module._records(store.world_reads))
+    rebuilt = snapshot_module.World(
+        world.version, snapshot_module._records(store.world_reads))
     for uuid, record in rebuilt.records.items():
         assert snapshot_module._same_record(world.records[uuid], record)
 
