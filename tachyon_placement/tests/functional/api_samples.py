@@ -188,22 +188,24 @@ STEPS = [
     ('tachyon/get-pci-affinity', 'GET', '/tachyon/pci_affinity', None, T,
      200),
     # The change feed: where to start, a claim, what the feed says of it,
-    # one kind only, a deletion.
+    # one kind only, a deletion.  The first read after each write waits
+    # for it (a long poll): the feed server follows a replica of the
+    # graph, which may be a few milliseconds behind the write's answer.
     ('tachyon/get-changes-cursor', 'GET', '/tachyon/changes', None, T, 200),
     (None, 'PUT', '/allocations/%s' % FEED_CONSUMER, {
         'allocations': {CN2: {'resources': {'VCPU': 2, 'MEMORY_MB': 2048}}},
         'project_id': PROJECT, 'user_id': USER, 'consumer_generation': None,
         'consumer_type': 'INSTANCE'}, P, 204),
-    ('tachyon/get-changes', 'GET', '/tachyon/changes?since={cursor}', None,
-     T, 200),
+    ('tachyon/get-changes', 'GET', '/tachyon/changes?since={cursor}&wait=10',
+     None, T, 200),
     ('tachyon/get-changes-consumers', 'GET',
      '/tachyon/changes?since={cursor}&kind=consumer', None, T, 200),
     ('tachyon/get-changes-deleted-cursor', 'GET',
      '/tachyon/changes?since={cursor}&kind=consumer', None, T, 200),
     (None, 'DELETE', '/allocations/%s' % FEED_CONSUMER, None, P, 204),
     ('tachyon/get-changes-deleted', 'GET',
-     '/tachyon/changes?since={cursor}&kind=consumer,usage&host=cn2', None, T,
-     200),
+     '/tachyon/changes?since={cursor}&kind=consumer,usage&host=cn2&wait=10',
+     None, T, 200),
 ]
 
 
