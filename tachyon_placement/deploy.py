@@ -61,7 +61,7 @@ def warm_up(store):
     """Load the in-memory copy of the provider graph, and index it for the
     candidate search, in the background: the service answers meanwhile,
     and a request that needs the copy waits for this load instead of
-    starting its own (graph/snapshot.py's WorldCache lock)."""
+    starting its own (world/cache.py's WorldCache lock)."""
     def load():
         try:
             reader = store.candidates.reader()

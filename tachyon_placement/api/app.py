@@ -160,7 +160,7 @@ class ForgetRequest:
     Webob keeps the parsed query and its per-request attributes (the
     response among them) in the environ, and they refer back to it: a
     reference cycle per request, with the response body in it, that only
-    the garbage collector frees.  graph/snapshot.py's settle() freezes
+    the garbage collector frees.  world/records.py's settle() freezes
     every object alive at that moment, out of the collector's reach: a
     request in flight then stayed in memory for good (a worker under a
     thousand provider changes a second grew by 16 MB/s).  Without the

@@ -179,7 +179,7 @@ class ProviderNode:
         self.serial = next(_SERIALS)
         # Its ProviderSummary, made on first use (see summarize).  Nothing
         # a node holds refers back to a node: nodes are frozen out of the
-        # garbage collector's sight (graph/snapshot.py settle), so one in
+        # garbage collector's sight (world/records.py settle), so one in
         # a reference cycle would never be freed.
         self._summary = None
         # On roots: a Run of the summaries of the whole tree (made on first

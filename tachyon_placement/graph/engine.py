@@ -39,11 +39,11 @@ class Engine:
     dialect = None
     # Whether a read sees each write whole or not at all (FalkorDB runs
     # one query at a time); Neo4j's read-committed reads can see part of
-    # a write that is being committed (graph/snapshot.py World.complete).
+    # a write that is being committed (world/world.py World.complete).
     reads_whole_commits = False
     # Whether the driver can leave its objects of a statement in flight in
     # reference cycles (the neo4j driver's results and transactions): what
-    # graph/snapshot.py settle() froze of them then is swept now and then.
+    # world/records.py settle() froze of them then is swept now and then.
     leaves_cycles_in_flight = True
 
     def read(self, statement, **params):

@@ -12,14 +12,12 @@ import os_traits
 
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
-from tachyon_placement.graph import candidates
 from tachyon_placement.graph import feed
 from tachyon_placement.graph import importer
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import pci_affinity
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import reshaper
-from tachyon_placement.graph import snapshot
 from tachyon_placement.graph import telemetry
 from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import topology
@@ -27,6 +25,10 @@ from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph import weighers
 from tachyon_placement.graph import world_reads
+# The read model (world/) is made here until the composition moves out of
+# graph/ (issue 43).
+from tachyon_placement.world import cache as world_cache
+from tachyon_placement.world import candidates
 
 # The graph key of FalkorDB when [graph] database is unset.
 FALKORDB_GRAPH = 'placement'
@@ -58,7 +60,7 @@ class Store:
         self.changes = feed.FeedStore(engine)
         self.imports = importer.ImportStore(engine)
         self.world_reads = world_reads.WorldReadStore(engine)
-        self.worlds = snapshot.WorldCache(self)
+        self.worlds = world_cache.WorldCache(self)
         self.allocations = allocations.AllocationStore(engine, self.worlds)
         self.candidates = candidates.Candidates(
             self.worlds, engine.leaves_cycles_in_flight)

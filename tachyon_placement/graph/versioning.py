@@ -42,7 +42,7 @@ CALL {
 """
 STAMP_LISTED_FORMAT = STAMP_LISTED.replace('{', '{{').replace('}', '}}')
 
-# The version and the stamps beside it, bound by name: graph/snapshot.py
+# The version and the stamps beside it, bound by name: world/cache.py
 # reads what changed after binding them (see VERSION_AND_CHANGES).
 VERSION_VALUES = """
 OPTIONAL MATCH (graph_version:Meta {key: 'graph'})
@@ -62,7 +62,7 @@ VERSION = Statement('graph_version', common=VERSION_READ)
 # version's lock waits for the write holding it, which lets go only once
 # all it changed is visible (Neo4j reads at read-committed isolation and
 # can show the version of a write before the rest of it; see
-# graph/snapshot.py World.complete).  FalkorDB shows whole writes only and
+# world/world.py World.complete).  FalkorDB shows whole writes only and
 # never needs it.
 SETTLED = Statement('graph_version_settled', neo4j="""
 MATCH (graph_version:Meta {key: 'graph'})

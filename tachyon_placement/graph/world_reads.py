@@ -1,4 +1,4 @@
-"""What a process's copy of the graph (graph/snapshot.py) reads of the
+"""What a process's copy of the graph (world/cache.py) reads of the
 engine: everything at once, or what changed after a graph version.
 
 Store.world_reads; the copy itself holds no statement.

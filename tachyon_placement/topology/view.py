@@ -2,7 +2,7 @@
 providers of its tree (inventories, usages, traits, aggregates) and the
 free capacity of each NUMA node and PCI device through the provider that
 represents it.  Pure: the caller passes the records of the tree
-(graph.snapshot.ProviderRecord: ``provider``, ``inventories`` {class:
+(world.records.ProviderRecord: ``provider``, ``inventories`` {class:
 Inventory}, ``as_document()``)."""
 
 

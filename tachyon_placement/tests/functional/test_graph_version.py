@@ -6,7 +6,9 @@ import threading
 import time
 import uuid as uuidlib
 
-from tachyon_placement.graph import snapshot as snapshot_module
+from tachyon_placement.world import cache as world_cache
+from tachyon_placement.world import records as provider_records
+from tachyon_placement.world import world as world_module
 
 from tachyon_placement.graph.cypher import Statement
 
@@ -154,7 +156,7 @@ def test_search_snapshot_keeps_untouched_trees_after_many_copies(service):
     seed.add_inventory(written, 'VCPU', 64)
     before = _search_snapshot(store)
     world = store.candidates.reader().world
-    steps = snapshot_module._STEPS_KEPT + 4
+    steps = world_module._STEPS_KEPT + 4
     for _step in range(steps):
         seed.call('PUT', '/allocations/%s' % uuidlib.uuid4(), {
             'allocations': {written: {'resources': {'VCPU': 1}}},
@@ -196,7 +198,7 @@ def test_a_copy_keeps_labels_across_allocations_and_reads_new_ones(service):
               '/allocations/9d7c4f2a-0c0e-4b7e-8a86-1b8c2a3d4e5f')
     # Brought up to date from a copy that never held the provider (its
     # labels older than the copy): they come with the read.
-    changed = snapshot_module._changed_records(
+    changed = provider_records.changed_records(
         store.world_reads.changed(labelled, 2000), labelled, {})
     assert changed[cn].inventories['VCPU'].used == 0
     assert changed[cn].traits == {'CUSTOM_SILVER'}
@@ -217,7 +219,7 @@ def test_a_copy_catches_up_in_the_version_read_or_whole(service,
         reads.append(statement.name)
         return read(statement, **params)
     monkeypatch.setattr(store.engine, 'read', counted)
-    for count in (3, snapshot_module._CHANGES_ALONG + 5):
+    for count in (3, world_cache._CHANGES_ALONG + 5):
         del reads[:]
         made = [seed.create_provider('rp-%d-%d' % (count, index))
                 for index in range(count)]
@@ -228,14 +230,14 @@ def test_a_copy_catches_up_in_the_version_read_or_whole(service,
         world = store.worlds.current()
         # Read whole only when more changed than the version read brings.
         assert ('snap_changed' in reads) == (
-            count > snapshot_module._CHANGES_ALONG)
+            count > world_cache._CHANGES_ALONG)
         assert world.version == store.versions.graph().version
         for uuid in made:
             assert world.records[uuid].provider.name.startswith(
                 'rp-%d-' % count)
         assert world.records[made[0]].inventories['VCPU'].total == 4
-        rebuilt = snapshot_module.World(
-            world.version, snapshot_module._records(store.world_reads))
+        rebuilt = world_module.World(
+            world.version, provider_records.from_reads(store.world_reads))
         assert sorted(world.records) == sorted(rebuilt.records)
         assert [record.uuid for record in world.ordered] == [
             record.uuid for record in rebuilt.ordered]
@@ -251,8 +253,8 @@ def test_a_copy_far_behind_reads_the_changes_a_page_at_a_time(service,
     for host in hosts:
         seed.add_inventory(host, 'VCPU', 8)
     store.worlds.current()
-    monkeypatch.setattr(snapshot_module, '_CHANGES_ALONG', 0)
-    monkeypatch.setattr(snapshot_module, '_CHANGED_PAGE', 2)
+    monkeypatch.setattr(world_cache, '_CHANGES_ALONG', 0)
+    monkeypatch.setattr(world_cache, '_CHANGED_PAGE', 2)
     pages = []
     read = store.engine.read
 
@@ -276,8 +278,8 @@ def test_a_copy_far_behind_reads_the_changes_a_page_at_a_time(service,
     for index, host in enumerate(hosts):
         assert world.records[host].inventories['VCPU'].used == 1 + index
     assert world.version == store.versions.graph().version
-    rebuilt = snapshot_module.World(
-        world.version, snapshot_module._records(store.world_reads))
+    rebuilt = world_module.World(
+        world.version, provider_records.from_reads(store.world_reads))
     assert sorted(world.records) == sorted(rebuilt.records)
     assert {uuid: record.inventories for uuid, record in
             world.records.items()} == {
@@ -321,8 +323,8 @@ def test_a_copy_another_thread_moved_uses_the_changes_it_read(
     assert world.version == store.versions.graph().version
     assert world.records[first].inventories['VCPU'].total == 16
     assert world.records[second].provider.name == 'second'
-    rebuilt = snapshot_module.World(
-        world.version, snapshot_module._records(store.world_reads))
+    rebuilt = world_module.World(
+        world.version, provider_records.from_reads(store.world_reads))
     assert sorted(world.records) == sorted(rebuilt.records)
 
 
@@ -373,15 +375,15 @@ def test_copies_made_while_writes_commit_end_equal_to_the_graph(service):
     assert len(graph) > 30
     assert {uuid: record.stamp for uuid, record in world.records.items()} \
         == graph
-    rebuilt = snapshot_module.World(
-        world.version, snapshot_module._records(store.world_reads))
+    rebuilt = world_module.World(
+        world.version, provider_records.from_reads(store.world_reads))
     for uuid, record in rebuilt.records.items():
-        assert snapshot_module._same_record(world.records[uuid], record)
+        assert provider_records.same_record(world.records[uuid], record)
 
 
 # Requests and copies of the graph leave no reference cycles behind.
 #
-# graph/snapshot.py's settle() freezes every live object out of the garbage
+# world/records.py's settle() freezes every live object out of the garbage
 # collector's sight (gc.freeze) so that full collections do not walk the
 # copies of the graph: an object caught in a reference cycle then is never
 # freed.  A request in flight at that moment (webob keeps the response in

@@ -64,7 +64,7 @@ def _reads_in_order(plan):
 def test_a_copy_reads_the_version_before_what_changed(session):
     """Neo4j reads at read-committed isolation: the graph version must be
     read before the changes a copy brings along, or a write committed in
-    between names a copy after changes it lacks (graph/snapshot.py
+    between names a copy after changes it lacks (world/cache.py
     VERSION_AND_CHANGES; the planner had put the version read last)."""
     statement = cypher.all_statements()['snap_version_and_changes']
     plan = session.run('EXPLAIN ' + statement.text('neo4j'),

@@ -6,7 +6,8 @@ import re
 import time
 
 from tachyon_placement.domain import models
-from tachyon_placement.graph import snapshot
+from tachyon_placement.world import records as provider_records
+from tachyon_placement.world import world as world_module
 from tachyon_placement.tests.unit import test_provider_domain
 from tachyon_placement.weighing import model as weighing_model
 
@@ -28,7 +29,7 @@ def _record(rng, uuid, seq, root_uuid, parent_uuid):
     inventories = {rc: models.Inventory(resource_class=rc, total=8,
                                         used=rng.randrange(8))
                    for rc in rng.sample(CLASSES, rng.randrange(3))}
-    return snapshot.ProviderRecord(
+    return provider_records.ProviderRecord(
         provider, seq, frozenset(rng.sample(TRAITS, rng.randrange(3))),
         frozenset(rng.sample(AGGS, rng.randrange(2))), inventories)
 
@@ -97,14 +98,14 @@ def _write(rng, records, seq, touches=3):
 def test_evolve_equals_a_rebuild():
     rng = random.Random(7)
     records, seq = _cloud(rng)
-    world = snapshot.World(1, dict(records))
+    world = world_module.World(1, dict(records))
     _indexes(world)                      # build them all
     for version in range(2, 40):
         before = _indexes(world)
         changed, deleted, seq = _write(rng, records, seq)
         evolved = world.evolve(version, changed, deleted)
         assert _indexes(evolved) == _indexes(
-            snapshot.World(version, dict(records)))
+            world_module.World(version, dict(records)))
         # The World it came from is left as it was.
         assert _indexes(world) == before
         world = evolved
@@ -116,7 +117,7 @@ def test_indexes_follow_writes_they_were_not_used_in():
     they forget them and build afresh: the same indexes either way."""
     rng = random.Random(5)
     records, seq = _cloud(rng, roots=400)
-    world = snapshot.World(1, dict(records))
+    world = world_module.World(1, dict(records))
     _indexes(world)
     kept = dropped = 0
     for version in range(2, 300):
@@ -128,9 +129,9 @@ def test_indexes_follow_writes_they_were_not_used_in():
         # Read now and then, then not for long.
         if version < 100 and rng.random() < 0.1:
             assert _indexes(world) == _indexes(
-                snapshot.World(version, dict(records)))
-    assert _indexes(world) == _indexes(snapshot.World(version,
-                                                      dict(records)))
+                world_module.World(version, dict(records)))
+    assert _indexes(world) == _indexes(
+        world_module.World(version, dict(records)))
     # Both ways were taken: patched after many unread copies, and built
     # afresh once the changes outgrew a quarter of the cloud.
     assert kept > 50 and dropped > 0
@@ -140,7 +141,7 @@ def test_evolve_shares_untouched_trees():
     rng = random.Random(3)
     records = {uuid: _record(rng, uuid, seq, uuid, None)
                for seq, uuid in enumerate(['a', 'b', 'c'])}
-    world = snapshot.World(1, dict(records))
+    world = world_module.World(1, dict(records))
     trees = world.trees
     root_uuids = world.root_uuids
     evolved = world.evolve(2, {'b': _record(rng, 'b', 1, 'b', None)}, [])
@@ -161,7 +162,7 @@ def test_evolve_shares_untouched_trees():
     grown.rc_roots('VCPU', 1)
     grown.trait_roots(names)
     latest = grown.evolve(4, {'b': _record(rng, 'b', 1, 'b', None)}, [])
-    fresh = snapshot.World(4, dict(latest.records))
+    fresh = world_module.World(4, dict(latest.records))
     assert latest.rc_roots('VCPU', 1) == fresh.rc_roots('VCPU', 1)
     assert latest.trait_roots(names) == fresh.trait_roots(names)
     assert 'by_class' not in latest._built
@@ -174,7 +175,7 @@ def test_a_world_knows_which_trees_changed_since_an_earlier_one():
     line, and nothing it cannot vouch for."""
     rng = random.Random(9)
     records, seq = _cloud(rng, roots=40)
-    worlds = [snapshot.World(1, dict(records))]
+    worlds = [world_module.World(1, dict(records))]
     for version in range(2, 40):
         changed, deleted, seq = _write(rng, records, seq,
                                        touches=rng.randrange(1, 5))
@@ -182,7 +183,7 @@ def test_a_world_knows_which_trees_changed_since_an_earlier_one():
     world = worlds[-1]
     for earlier in worlds:
         touched = world.touched_since(earlier)
-        if world.version - earlier.version > snapshot._STEPS_KEPT:
+        if world.version - earlier.version > world_module._STEPS_KEPT:
             assert touched is None
             continue
         # Exactly those whose trees hold other records (records compare
@@ -191,8 +192,8 @@ def test_a_world_knows_which_trees_changed_since_an_earlier_one():
                   if earlier.trees.get(root) != world.trees.get(root)}
         assert touched == differ
     # Another line of copies (another store, a copy made anew).
-    assert world.touched_since(snapshot.World(world.version - 1,
-                                              dict(records))) is None
+    assert world.touched_since(
+        world_module.World(world.version - 1, dict(records))) is None
     assert world.touched_since(world) == frozenset()
 
 
@@ -203,7 +204,7 @@ def test_narrowed_keeps_every_match_in_creation_order():
     for seq in range(200):
         uuid = 'rp-%03d' % seq
         records[uuid] = _record(rng, uuid, seq, uuid, None)
-    world = snapshot.World(1, records)
+    world = world_module.World(1, records)
     everything = world.ordered
     narrower = 0
     for _case in range(300):
@@ -218,7 +219,7 @@ def test_narrowed_keeps_every_match_in_creation_order():
     # The indexes did narrow most of the searches.
     assert narrower > 150
     # The sets kept are bounded.
-    assert len(world._member_sets) <= snapshot._MEMBER_SETS_KEPT
+    assert len(world._member_sets) <= world_module._MEMBER_SETS_KEPT
 
 
 def test_settle_collects_frozen_cycles_now_and_then(monkeypatch, caplog):
@@ -234,14 +235,14 @@ def test_settle_collects_frozen_cycles_now_and_then(monkeypatch, caplog):
     gone = weakref.ref(cycle)
     gc.freeze()
     del cycle
-    monkeypatch.setattr(snapshot, '_swept', [time.monotonic()])
-    monkeypatch.setattr(snapshot, '_sweep_share', [None])
-    monkeypatch.setattr(snapshot, '_SWEEP_INTERVAL', 3600)
-    snapshot.settle(10 ** 6, 1)
+    monkeypatch.setattr(provider_records, '_swept', [time.monotonic()])
+    monkeypatch.setattr(provider_records, '_sweep_share', [None])
+    monkeypatch.setattr(provider_records, '_SWEEP_INTERVAL', 3600)
+    provider_records.settle(10 ** 6, 1)
     assert gone() is not None       # frozen: the collector cannot see it
-    monkeypatch.setattr(snapshot, '_SWEEP_INTERVAL', 0)
-    with caplog.at_level(logging.DEBUG, logger=snapshot.__name__):
-        snapshot.settle(10 ** 6, 1)
+    monkeypatch.setattr(provider_records, '_SWEEP_INTERVAL', 0)
+    with caplog.at_level(logging.DEBUG, logger=provider_records.__name__):
+        provider_records.settle(10 ** 6, 1)
     assert gone() is None
     # Logged with its duration (a pause of every request of the process).
     assert any(re.fullmatch(r'Swept \d+ frozen objects in \d+\.\d\d s',
@@ -253,22 +254,22 @@ def test_each_process_sweeps_after_its_own_share_of_the_interval(
         monkeypatch):
     """Workers started together do not all pause for a sweep at once: each
     waits its own draw of half to one and a half intervals."""
-    monkeypatch.setattr(snapshot, '_SWEEP_INTERVAL', 100)
+    monkeypatch.setattr(provider_records, '_SWEEP_INTERVAL', 100)
     now = time.monotonic()
-    monkeypatch.setattr(snapshot, '_swept', [now - 60])
-    monkeypatch.setattr(snapshot, '_sweep_share', [0.7])
-    assert not snapshot._sweep_due()            # 60 s < 70 s
-    assert snapshot._sweep_share == [0.7]       # the same share waits on
-    snapshot._sweep_share[0] = 0.55
-    assert snapshot._sweep_due()                # 60 s >= 55 s
-    assert snapshot._sweep_share == [None]      # drawn again next time
+    monkeypatch.setattr(provider_records, '_swept', [now - 60])
+    monkeypatch.setattr(provider_records, '_sweep_share', [0.7])
+    assert not provider_records._sweep_due()        # 60 s < 70 s
+    assert provider_records._sweep_share == [0.7]   # the same share waits on
+    provider_records._sweep_share[0] = 0.55
+    assert provider_records._sweep_due()                # 60 s >= 55 s
+    assert provider_records._sweep_share == [None]      # drawn again next time
     shares = set()
     for _draw in range(20):
-        snapshot._sweep_share[0] = None
-        snapshot._swept[0] = time.monotonic()
-        assert not snapshot._sweep_due()
-        assert 0.5 <= snapshot._sweep_share[0] <= 1.5
-        shares.add(snapshot._sweep_share[0])
+        provider_records._sweep_share[0] = None
+        provider_records._swept[0] = time.monotonic()
+        assert not provider_records._sweep_due()
+        assert 0.5 <= provider_records._sweep_share[0] <= 1.5
+        shares.add(provider_records._sweep_share[0])
     assert len(shares) > 1
 
 
@@ -277,7 +278,7 @@ def test_a_key_brought_in_and_emptied_between_two_uses():
     not used (osc-placement's inventory set --aggregate found it)."""
     rng = random.Random(1)
     records = {'a': _record(rng, 'a', 1, 'a', None)}
-    world = snapshot.World(1, dict(records))
+    world = world_module.World(1, dict(records))
     _indexes(world)
     new = _record(rng, 'b', 2, 'b', None)
     new.aggregates = frozenset(['agg-new'])
@@ -287,7 +288,7 @@ def test_a_key_brought_in_and_emptied_between_two_uses():
     world = world.evolve(3, {'b': plain}, [])
     world = world.evolve(4, {}, ['b'])
     records.pop('b', None)
-    assert _indexes(world) == _indexes(snapshot.World(4, dict(records)))
+    assert _indexes(world) == _indexes(world_module.World(4, dict(records)))
 
 
 def test_lists_of_providers_with_room_are_bounded():
@@ -296,8 +297,8 @@ def test_lists_of_providers_with_room_are_bounded():
     does not grow the copy of the graph), and right either way."""
     rng = random.Random(13)
     records, seq = _cloud(rng, roots=50)
-    world = snapshot.World(1, dict(records))
-    for asked in range(3 * snapshot._ROOMS_KEPT):
+    world = world_module.World(1, dict(records))
+    for asked in range(3 * world_module._ROOMS_KEPT):
         amount = asked % 20 + 1
         rooms = world.with_room('VCPU', amount)
         assert [record.uuid for record in rooms] == [
@@ -305,7 +306,7 @@ def test_lists_of_providers_with_room_are_bounded():
             if 'VCPU' in record.inventories
             and record.inventories['VCPU'].used + amount <= 8]
         kept = [name for name in world._built if isinstance(name, tuple)]
-        assert 0 < len(kept) <= snapshot._ROOMS_KEPT
+        assert 0 < len(kept) <= world_module._ROOMS_KEPT
 
 
 def test_probes_answer_the_very_sets_while_their_trees_keep_their_side():
@@ -316,7 +317,7 @@ def test_probes_answer_the_very_sets_while_their_trees_keep_their_side():
     (domain.SET_OPERATIONS) needs to answer without intersecting again.
     And they are always what a fresh copy of the graph answers."""
     from tachyon_placement.domain import candidates as domain
-    from tachyon_placement.graph import candidates as graph_candidates
+    from tachyon_placement.world import candidates as world_candidates
     rng = random.Random(13)
     records, seq = _cloud(rng, roots=60)
     probes = [
@@ -331,14 +332,14 @@ def test_probes_answer_the_very_sets_while_their_trees_keep_their_side():
     resource = [probe for probe in probes if not probe.selective]
 
     def answers(world):
-        reader = graph_candidates.WorldReader(world, False)
+        reader = world_candidates.WorldReader(world, False)
         sharing = reader.sharing_providers()
         rows = reader.run_probes(selective, sharing)
         bound = domain.candidate_roots(selective, rows)
         rows.update(reader.run_probes(resource, sharing, roots=bound))
         return rows, bound
 
-    world = snapshot.World(1, dict(records))
+    world = world_module.World(1, dict(records))
     rows, bound = answers(world)
     assert bound
     same_world, same_bound = answers(world)
@@ -352,8 +353,8 @@ def test_probes_answer_the_very_sets_while_their_trees_keep_their_side():
         changed, deleted, seq = _write(rng, records, seq, touches=1)
         world = world.evolve(version, changed, deleted)
         now, now_bound = answers(world)
-        fresh, fresh_bound = answers(snapshot.World(version,
-                                                    dict(records)))
+        fresh, fresh_bound = answers(
+            world_module.World(version, dict(records)))
         assert now_bound == fresh_bound
         assert now == fresh
         touched = world.touched_since(before)
@@ -383,7 +384,7 @@ def _changed_row(uuid, stamp, traits, aggregates):
 
 
 def test_records_with_equal_labels_share_one_set():
-    records = snapshot._changed_records([
+    records = provider_records.changed_records([
         _changed_row('a', 1, ['CUSTOM_A', 'CUSTOM_B'], ['agg-1']),
         _changed_row('b', 2, ['CUSTOM_B', 'CUSTOM_A'], ['agg-1']),
         _changed_row('c', 3, [], [])], 0, {})
@@ -395,7 +396,7 @@ def test_records_with_equal_labels_share_one_set():
     assert records['c'].traits == frozenset()
     # Labels read again (stamped after the copy) and unchanged: the very
     # sets of the record they replace.
-    again = snapshot._changed_records(
+    again = provider_records.changed_records(
         [_changed_row('a', 5, ['CUSTOM_B', 'CUSTOM_A'], ['agg-1'])], 4,
         records)
     assert again['a'] is not first
@@ -403,7 +404,7 @@ def test_records_with_equal_labels_share_one_set():
 
 
 def test_a_label_set_goes_with_the_last_record_holding_it():
-    label_sets = snapshot.LabelSets()
+    label_sets = provider_records.LabelSets()
     held = label_sets(['CUSTOM_X'])
     assert label_sets({'CUSTOM_X'}) is held
     assert len(label_sets) == 1

@@ -1,50 +1,28 @@
-"""A per-process copy of the provider graph, exactly fresh.
+"""A per-process copy of the provider graph (a World) and its indexes.
 
 Reads that look at many providers (GET /resource_providers with filters,
 GET /allocation_candidates) are served from memory instead of loading the
-cloud from the engine on every request.  Freshness is exact: before each
-use the graph version is read (one indexed lookup); if it moved, only the
-providers stamped since are reloaded (see graph/versioning.py), so a
-client always reads its own writes, whichever worker served them.
-
-A ``World`` is immutable once built; a refresh builds a new one that
-shares every unchanged record with the old one, so requests in other
-threads keep a consistent view without locks.
+cloud from the engine on every request.  A ``World`` is immutable once
+built; a refresh (world/cache.py) builds a new one that shares every
+unchanged record with the old one (evolve), so requests in other threads
+keep a consistent view without locks.
 """
 import bisect
 import collections
-import gc
 import itertools
-import operator
-import random
-import threading
 import time
-import weakref
 
 from oslo_log import log as logging
 
 from tachyon_placement.domain import candidates as candidate_rules
-from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.domain import sharded
-from tachyon_placement.graph import versioning
-from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
+from tachyon_placement.world import records as provider_records
 
 LOG = logging.getLogger(__name__)
 
-# Changed or deleted providers a version read brings along (see above).
-_CHANGES_ALONG = 64
-# Changed providers read at once past that (world_reads.changed).
-_CHANGED_PAGE = 2000
-# Seconds a copy that may lack part of its newest write serves before the
-# next request checks (WorldCache.current): under a stream of writes the
-# next copy comes first and no check is made.
-_SETTLE_AFTER = 0.05
-
 _EMPTY = frozenset()
-# Fewest providers made between two gc.freeze() (see settle()).
-_FREEZE_AFTER = 500
 # Rankings a World keeps (weigher sets x telemetry versions) before it
 # forgets them all.
 _RANKINGS_KEPT = 16
@@ -60,71 +38,6 @@ _ROOT_SETS_KEPT = 32
 _ROOMS_KEPT = 16
 # Sets of records a World keeps for provider lists' filters (see narrowed).
 _MEMBER_SETS_KEPT = 16
-
-
-class ProviderRecord:
-    """One provider with everything the in-memory reads look at."""
-
-    __slots__ = ('provider', 'seq', 'traits', 'aggregates', 'inventories',
-                 'stamp', 'rendered', 'order', 'modified')
-
-    def __init__(self, provider, seq, traits, aggregates, inventories,
-                 stamp=0):
-        self.provider = provider          # domain.models.Provider
-        self.seq = seq if seq is not None else 0
-        # Placement's listing order, the key every index is sorted by
-        # (kept, not computed per comparison: the bisections of each copy
-        # of the graph compare it tens of thousands of times a second).
-        self.order = (self.seq, provider.uuid)
-        # Its Last-Modified (a listing takes the newest of thousands).
-        self.modified = provider.last_modified
-        self.traits = traits              # frozenset of names
-        self.aggregates = aggregates      # frozenset of uuids
-        self.inventories = inventories    # {rc: models.Inventory}
-        # The graph version of the provider's last change (its cursor in
-        # the change feed).
-        self.stamp = stamp or 0
-        # {shape: encoded document} (api/handlers/resource_provider.py):
-        # a record is replaced, never changed, when its provider changes,
-        # so each shape is rendered once per change, not per list.
-        self.rendered = {}
-
-    @property
-    def uuid(self):
-        return self.provider.uuid
-
-    def as_document(self):
-        """The provider with its inventories (usage included), traits
-        and aggregates, as the topology view and the change feed show
-        it."""
-        provider = self.provider
-        return {
-            'uuid': provider.uuid,
-            'name': provider.name,
-            'generation': provider.generation,
-            'parent_provider_uuid': provider.parent_uuid,
-            'root_provider_uuid': provider.root_uuid,
-            'inventories': {
-                rc: {'total': inv.total, 'reserved': inv.reserved,
-                     'min_unit': inv.min_unit, 'max_unit': inv.max_unit,
-                     'step_size': inv.step_size,
-                     'allocation_ratio': inv.allocation_ratio,
-                     'used': inv.used}
-                for rc, inv in sorted(self.inventories.items())},
-            'traits': sorted(self.traits),
-            'aggregates': sorted(self.aggregates),
-        }
-
-    @property
-    def root_uuid(self):
-        return self.provider.root_uuid
-
-    @property
-    def parent_uuid(self):
-        return self.provider.parent_uuid
-
-
-_creation_order = operator.attrgetter('order')
 
 
 def _everyone(_record):
@@ -214,7 +127,8 @@ def _at(entries, record):
     """Where ``record`` is in ``entries`` (in creation order), found by
     bisection: a scan of the list per changed provider made each copy of
     the graph cost O(changes x providers) under a stream of writes."""
-    at = bisect.bisect_left(entries, record.order, key=_creation_order)
+    at = bisect.bisect_left(entries, record.order,
+                            key=provider_records.creation_order)
     if at < len(entries) and entries[at] is record:
         return at
     return entries.index(record)    # not where its order says: look
@@ -274,11 +188,12 @@ def _patched_index(index, keys_of, steps):
                 for key in new_keys:
                     if key not in keys_of(old):
                         bisect.insort(entries(key), new,
-                                      key=_creation_order)
+                                      key=provider_records.creation_order)
         for record in changes.added:
             if id(record) not in swapped:
                 for key in keys_of(record):
-                    bisect.insort(entries(key), record, key=_creation_order)
+                    bisect.insort(entries(key), record,
+                                  key=provider_records.creation_order)
     for key, entries_of_key in touched.items():
         if entries_of_key:
             index[key] = entries_of_key
@@ -403,7 +318,7 @@ class World:
                 gone.append(old)
             records[uuid] = record
         changes = Changes(gone, sorted(changed.values(),
-                                       key=_creation_order))
+                                       key=provider_records.creation_order))
         world = World(version, records)
         most = max(_PENDING_KEPT, len(records) // 4)
         # (list(): the names as of now, whatever reader threads add.)
@@ -474,7 +389,7 @@ class World:
                                        pending[1])
             elif name == 'ordered':
                 index = {None: sorted(self.records.values(),
-                                      key=_creation_order)}
+                                      key=provider_records.creation_order)}
             elif _is_room(name):
                 index = _index(self.by_class.get(name[1], ()),
                                _keys_of(name))
@@ -696,390 +611,5 @@ def _passes(test, record):
 
 def _roots_of(records):
     """{(uuid, creation order)} of the roots among ``records``."""
-    return {(record.uuid, _creation_order(record)) for record in records
-            if record.parent_uuid is None}
-
-
-def _labels(reads):
-    """({uuid: trait names}, {uuid: aggregate uuids}) of every provider."""
-    traits, aggregates = {}, {}
-    for row in reads.traits():
-        traits.setdefault(row['uuid'], set()).add(row['name'])
-    for row in reads.aggregates():
-        aggregates.setdefault(row['uuid'], set()).add(row['name'])
-    return traits, aggregates
-
-
-def _inventory(row):
-    """A models.Inventory of an inventory row (or map) of the reads."""
-    fields = {key: row[key] for key in models.Inventory.FIELDS
-              if row[key] is not None}
-    fields['used'] = int(row['used'] or 0)
-    return models.Inventory(resource_class=row['rc'], **fields)
-
-
-class LabelSets:
-    """One frozenset per distinct set of labels (traits, aggregates) that
-    the process's records hold: a cloud has few (the 9,132 providers of
-    the bench's 2,000 hosts have 23 sets of traits and 12 of aggregates),
-    and a set each was 2.5 of the records' 11 MiB there (a set of six
-    traits is 728 bytes).  Candidate nodes take the records' sets, so
-    they share them too.  Weak: a set goes when no record holds it."""
-
-    def __init__(self):
-        # {sorted names: the set}: keyed by a tuple, not the set, whose
-        # own key would keep it alive.
-        self._sets = weakref.WeakValueDictionary()
-
-    def __call__(self, labels):
-        """The held frozenset equal to ``labels`` (any iterable)."""
-        labels = frozenset(labels)
-        key = tuple(sorted(labels))
-        held = self._sets.get(key)
-        if held is None:
-            # Two threads may each keep their own: equal, and harmless.
-            held = self._sets.setdefault(key, labels)
-        return held
-
-    def __len__(self):
-        return len(self._sets)
-
-
-_LABEL_SETS = LabelSets()
-
-
-def _record(row, traits, aggregates, inventories):
-    provider = models.Provider(
-        uuid=row['uuid'], name=row['name'], generation=row['generation'],
-        parent_uuid=row['parent_uuid'], root_uuid=row['root_uuid'],
-        created_at=models.from_millis(row['created_at']),
-        updated_at=models.from_millis(row['updated_at']))
-    return ProviderRecord(provider, row['seq'], traits, aggregates,
-                          inventories, row['stamp'])
-
-
-def _same_record(held, record):
-    """Whether ``held`` (a ProviderRecord or None) says what ``record``
-    says (stamps alone do not tell: a read that saw part of a write saw
-    its stamp)."""
-    return held is not None and (
-        held.stamp == record.stamp and held.provider == record.provider
-        and held.seq == record.seq and held.traits == record.traits
-        and held.aggregates == record.aggregates
-        and held.inventories == record.inventories)
-
-
-def _records(reads):
-    """{uuid: ProviderRecord} of every provider, from the four per-kind
-    reads (graph/world_reads.py)."""
-    traits, aggregates = _labels(reads)
-    inventories = {}
-    for row in reads.inventories():
-        inventories.setdefault(row['uuid'], {})[row['rc']] = _inventory(row)
-    return {row['uuid']: _record(
-        row, _LABEL_SETS(traits.get(row['uuid'], _EMPTY)),
-        _LABEL_SETS(aggregates.get(row['uuid'], _EMPTY)),
-        inventories.get(row['uuid'], {}))
-        for row in reads.providers() if row['uuid'] is not None}
-
-
-def _changed_records(rows, since, held):
-    """{uuid: ProviderRecord} of the providers stamped after ``since``
-    (``rows``: their _CHANGED_PROVIDER maps), keeping the traits and
-    aggregates of those whose labels did not change from ``held`` ({uuid:
-    ProviderRecord} of the copy being brought up to date)."""
-    records = {}
-    for row in rows:
-        if row['uuid'] is None:
-            # Deleted while read (Neo4j: read-committed): its tombstone,
-            # stamped after ``since``, comes with this read or the next.
-            continue
-        old = held.get(row['uuid'])
-        if old is not None and (row['labels_stamp'] or 0) <= since:
-            traits, aggregates = old.traits, old.aggregates
-        else:
-            # Equal sets are one object: the old record's when they did
-            # not change (a copy re-reads its newest write when it was
-            # not whole).
-            traits = _LABEL_SETS(row['traits'])
-            aggregates = _LABEL_SETS(row['aggregates'])
-        records[row['uuid']] = _record(
-            row, traits, aggregates,
-            {inventory['rc']: _inventory(inventory)
-             for inventory in row['inventories']})
-    return records
-
-
-_unfrozen = [0]       # objects of the graph copies made since the last freeze
-# When frozen objects were last collected too (monotonic seconds).
-_swept = [time.monotonic()]
-# Seconds between two collections of the frozen objects (see settle()).
-_SWEEP_INTERVAL = 600
-# This process's share of _SWEEP_INTERVAL before its next sweep, drawn at
-# its first settle() and after each sweep (see _sweep_due()).
-_sweep_share = [None]
-# A sweep that took this long (seconds) is logged at info, not debug.
-_SWEEP_NOTED = 0.25
-
-
-def settle(new, size, sweep=True):
-    """Keep the collector off the in-memory copies of the graph.
-
-    ``new``: providers (records or search nodes) just made; ``size``: how
-    many the copy holds; ``sweep``: whether frozen objects can turn into
-    garbage cycles (Engine.leaves_cycles_in_flight).  The copies are most
-    of the process's objects and live long; every full collection walked
-    them, pausing requests for tens of milliseconds at 1000 hosts and
-    hundreds at 10000.  Once a tenth is new, collect what is garbage and
-    move the rest out of the collector's sight (gc.freeze); what is
-    dropped later is freed by its reference count only, so nothing that
-    lives past a request may be in a reference cycle: records and search
-    nodes hold none, and requests leave none (api/app.py ForgetRequest;
-    test_graph_version.py).  What a driver leaves in cycles while in
-    flight at a freeze (the neo4j driver's results and transactions) is
-    collected with everything frozen about every _SWEEP_INTERVAL seconds:
-    one full collection then, and a bounded leak between two.
-    """
-    _unfrozen[0] += new
-    if _unfrozen[0] >= max(_FREEZE_AFTER, size // 10):
-        _unfrozen[0] = 0
-        if sweep and _sweep_due():
-            frozen, start = gc.get_freeze_count(), time.monotonic()
-            gc.unfreeze()
-            gc.collect()
-            _swept[0] = time.monotonic()
-            took = _swept[0] - start
-            LOG.log(logging.INFO if took >= _SWEEP_NOTED else logging.DEBUG,
-                    'Swept %(frozen)d frozen objects in %(took).2f s',
-                    {'frozen': frozen, 'took': took})
-        else:
-            gc.collect()
-        gc.freeze()
-
-
-def _sweep_due():
-    """Whether the frozen objects are to be collected now.  A full
-    collection at 10,000 hosts holds the interpreter for most of a second;
-    the workers of a server start together, so each waits its own share
-    of the interval (half to one and a half) lest they all pause at once."""
-    if _sweep_share[0] is None:
-        _sweep_share[0] = random.uniform(0.5, 1.5)
-    if time.monotonic() - _swept[0] < _SWEEP_INTERVAL * _sweep_share[0]:
-        return False
-    _sweep_share[0] = None
-    return True
-
-
-class WorldCache:
-    """Hands out the current World, refreshing it when the graph moved."""
-
-    def __init__(self, store):
-        self._store = store
-        self._world = None
-        self._lock = threading.Lock()
-        # Called with (the version up to which the previous copy was whole,
-        # None for the first; the new World, changed records {uuid:
-        # record} or None when the new one was made anew, deleted [(uuid,
-        # stamp)], hosts' topologies [(name, stamp, state or None)]) each
-        # time the copy moves forward (the change feed listens).
-        self.listeners = []
-
-    def latest(self):
-        """The copy as it is (None before the first), without asking the
-        engine whether the graph moved."""
-        return self._world
-
-    def current(self, whole=False):
-        """The copy of the graph as of now.  ``whole``: also known to hold
-        every write up to its version whole (World.complete), as the
-        change feed needs; otherwise a copy that may lack part of its
-        newest write serves on for _SETTLE_AFTER seconds (its content is
-        never older than the version read, only perhaps short of a write
-        that was being committed then)."""
-        world = self._world
-        stamps, caught_up = self._read(world)
-        if (world is not None and world.version == stamps.version
-                and world.telemetry.version == stamps.telemetry
-                and not self._settle_due(world, whole)):
-            return world
-        with self._lock:
-            world = self._world
-            if world is None or world.version < stamps.version:
-                world = self._move(world, stamps, caught_up, 0)
-            if not self._settle_due(world, whole):
-                self._see_telemetry(world, stamps.telemetry)
-                return world
-            # A copy that may lack part of its newest write: once that
-            # write is known whole (the settled version), what changed
-            # since the copy was whole is read again.
-            settled = self._store.versions.settled()
-            stamps, caught_up = self._read(world)
-            return self._move(world, stamps, caught_up, settled)
-
-    def _read(self, world):
-        """(GraphVersion now, (since, changed rows, deleted [(uuid,
-        stamp)]) after ``world.complete`` when they were few enough to
-        come with the version, else None)."""
-        if world is None:
-            return self._store.versions.graph(), None
-        row = self._store.world_reads.version_and_changes(
-            world.complete, _CHANGES_ALONG + 1)
-        caught_up = None
-        if max(len(row['changed']), len(row['deleted'])) <= _CHANGES_ALONG:
-            caught_up = (world.complete, row['changed'], [
-                (gone['uuid'], gone['stamp']) for gone in row['deleted']])
-        return versioning.graph_version_of(row), caught_up
-
-    def _move(self, world, stamps, caught_up, settled):
-        """Make the copy at ``stamps`` from ``world`` current (under the
-        lock) and tell the listeners."""
-        previous = self._world
-        since = previous.complete if previous is not None else None
-        world, changed, gone = self._evolved(world, stamps, caught_up,
-                                             settled)
-        hosts = self._see_stamps(world, previous, stamps)
-        self._world = world
-        for listener in self.listeners:
-            listener(since, world, changed, gone, hosts, previous)
-        return world
-
-    def _settle_due(self, world, whole):
-        """Whether ``world`` may lack part of its newest write and is to be
-        checked: ``whole`` asked, or it served long enough."""
-        return world.complete < world.version and (
-            whole or time.monotonic() - world.made >= _SETTLE_AFTER)
-
-    def _evolved(self, world, stamps, caught_up, settled):
-        """(the copy at ``stamps`` from ``world`` (None: the first), the
-        records changed since (None: a copy made anew), the deleted
-        [(uuid, stamp)]): what changed after ``world.complete``
-        (``caught_up``: (since, rows, deleted) read with the version, or
-        None to read them); ``settled``: a version known whole."""
-        version = stamps.version
-        # What the copy holds whole: an engine whose reads can see part of
-        # a commit (Neo4j) shows the graph version of a write before all
-        # its changes; every earlier write has finished, since it let go
-        # of the version's lock before this one took it.
-        reads = self._store.world_reads
-        complete = version if reads.reads_whole_commits else (
-            max(version - 1, settled))
-        if world is None or stamps.full_reload > world.complete:
-            world = World(version, _records(reads))
-            changed, gone = None, ()
-            settle(len(world.records), len(world.records),
-                   reads.leaves_cycles_in_flight)
-        else:
-            since = world.complete
-            if caught_up is not None and caught_up[0] <= since:
-                # What changed since the version read's copy; another
-                # thread may have moved the copy since (not to this
-                # version): what changed after that is still all here
-                # (the rest the copy holds already).
-                _since, rows, gone = caught_up
-                rows = [row for row in rows if row['stamp'] > since]
-                gone = [(uuid, stamp) for uuid, stamp in gone
-                        if stamp > since]
-            else:
-                # Too many to bring along: from the copy's version.
-                gone = reads.deleted(since)
-                rows = reads.changed(since, _CHANGED_PAGE)
-            held = world.records
-            changed, fresh = {}, {}
-            for uuid, record in _changed_records(rows, since,
-                                                 held).items():
-                old = held.get(uuid)
-                if _same_record(old, record):
-                    # Read again as the copy holds it (the newest write of
-                    # a copy not known whole): the held record stays, and
-                    # the trees and indexes made of it.
-                    changed[uuid] = old
-                else:
-                    changed[uuid] = fresh[uuid] = record
-            if version == world.version and not fresh and not any(
-                    uuid in held for uuid, _stamp in gone):
-                # Made whole with nothing it lacked (as a rule): the very
-                # copy, its indexes and the searches' snapshot kept.
-                world.complete = complete
-                return world, changed, gone
-            world = world.evolve(version, fresh,
-                                 [uuid for uuid, _stamp in gone])
-            settle(len(fresh), len(world.records),
-                   reads.leaves_cycles_in_flight)
-        world.complete = complete
-        return world, changed, gone
-
-    def _see_stamps(self, world, previous, stamps):
-        """Give ``world`` the weighers, metric values, PCI affinity rules
-        and host layouts of ``stamps`` (from ``previous`` when they did
-        not move); the hosts published or deleted since ``previous``."""
-        # A stamp is taken as seen only as far as the copy is whole: what
-        # a write left half-read is read again by the next copy.
-        weighers_stamp = min(stamps.weighers, world.complete)
-        if previous is None or stamps.weighers > previous.weighers_stamp:
-            world.weighers = tuple(self._store.weighers.list())
-        else:
-            world.weighers = previous.weighers
-            weighers_stamp = previous.weighers_stamp
-        world.weighers_stamp = weighers_stamp
-        if previous is not None:
-            world.telemetry = previous.telemetry
-        self._see_telemetry(world, stamps.telemetry)
-        return self._see_affinity(world, previous, stamps)
-
-    def _see_affinity(self, world, previous, stamps):
-        """Give ``world`` the PCI affinity rules and the host layouts of
-        ``stamps`` (reloading the rules, and the topologies published
-        since ``previous``, when they changed); the hosts published or
-        deleted since, [(name, stamp, {generation, document} or None)]."""
-        if previous is None or stamps.pci_affinity > (
-                previous.pci_affinity_stamp):
-            world.pci_affinity = tuple(
-                self._store.pci_affinity.list())
-            world.pci_affinity_stamp = min(stamps.pci_affinity,
-                                           world.complete)
-        else:
-            world.pci_affinity = previous.pci_affinity
-            world.pci_affinity_stamp = previous.pci_affinity_stamp
-        since = previous.topology_stamp if previous is not None else -1
-        # Shared with the previous copy unless a publication changed them
-        # (most writes do not: no copy per write).
-        layouts = previous.layouts if previous is not None else {}
-        roots = previous.layout_roots if previous is not None else {}
-        summaries = (previous.topology_summaries if previous is not None
-                     else {})
-        latest = {}
-        if stamps.topology > since:
-            layouts, roots = dict(layouts), dict(roots)
-            summaries = dict(summaries)
-            changed, gone = self._store.topology.changes(since)
-            for name, stamp in gone:
-                latest[name] = max(latest.get(name, (-1, None)),
-                                   (stamp, None), key=lambda item: item[0])
-            for name, stamp, generation, document, links in changed:
-                if stamp >= latest.get(name, (-1, None))[0]:
-                    latest[name] = (stamp, (generation, document, links))
-            for name, (_stamp, published) in latest.items():
-                layouts.pop(roots.pop(name, None), None)
-                summaries.pop(name, None)
-                if published is not None:
-                    summaries[name] = TopologySummary.of(published[0],
-                                                         published[1])
-                if published is not None and published[2].host:
-                    _generation, document, links = published
-                    roots[name] = links.host
-                    layouts[links.host] = affinity.HostLayout.from_topology(
-                        document, links)
-        world.layouts, world.layout_roots = layouts, roots
-        world.topology_summaries = summaries
-        world.topology_stamp = max(min(stamps.topology, world.complete),
-                                   since, 0)
-        return [(name, stamp, None if published is None else {
-            'generation': published[0], 'document': published[1]})
-            for name, (stamp, published) in latest.items()]
-
-    def _see_telemetry(self, world, telemetry_version):
-        """Give ``world`` the metric values of ``telemetry_version`` (one
-        read when they changed)."""
-        if world.telemetry.version != telemetry_version:
-            world.telemetry = TelemetryView(
-                telemetry_version, self._store.metrics.values())
+    return {(record.uuid, provider_records.creation_order(record))
+            for record in records if record.parent_uuid is None}

@@ -1,5 +1,5 @@
 """The reads behind GET /allocation_candidates, answered from the
-process's copy of the graph (graph/snapshot.py World): no statement runs
+process's copy of the graph (world/world.py World): no statement runs
 for a search.
 
 A WorldReader answers what domain.candidates asks: the sharing providers
@@ -17,14 +17,14 @@ import time
 import weakref
 
 from tachyon_placement.domain import candidates as domain
-from tachyon_placement.graph import snapshot as snapshot_module
+from tachyon_placement.world import records as provider_records
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import ranking
 
 
 class Candidates:
     """Store.candidates: what the allocation candidate search reads,
-    answered from the process's copy of the graph (graph/snapshot.py)."""
+    answered from the process's copy of the graph (world/cache.py)."""
 
     def __init__(self, worlds, sweep_frozen):
         self._worlds = worlds
@@ -97,7 +97,7 @@ _LAST_SNAPSHOT = [None]
 
 class WorldReader:
     """The candidate search's reads, answered from an in-memory World.
-    ``sweep_frozen``: see graph/snapshot.py settle()'s ``sweep``."""
+    ``sweep_frozen``: see world/records.py settle()'s ``sweep``."""
 
     def __init__(self, world, sweep_frozen):
         self.world = world
@@ -304,8 +304,8 @@ class WorldReader:
         # Once the snapshot is whole: its indexes, made after the nodes,
         # are as long-lived as they are (left in the collector's sight, a
         # full collection walked them every few candidate requests).
-        snapshot_module.settle(len(fresh), len(world.records),
-                               self.sweep_frozen)
+        provider_records.settle(len(fresh), len(world.records),
+                                self.sweep_frozen)
         return snapshot
 
     def candidate_trees(self, roots):
