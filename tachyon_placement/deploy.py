@@ -1,4 +1,8 @@
-"""Assemble a running service from a ConfigOpts: store, policy, WSGI app."""
+"""The composition root: a running service assembled from a ConfigOpts
+(store, the read model and feed built on it, policy, WSGI app).  The one
+place that knows every room: storage (graph/) is handed the capability
+rooms' models here, and the copy of the graph (world/) and the change feed
+(feed/) are built over the store here."""
 import gc
 import threading
 
@@ -8,9 +12,41 @@ from tachyon_placement.api import app
 from tachyon_placement.feed import service as feed_service
 from tachyon_placement.graph import store as graph_store
 from tachyon_placement.telemetry import collector as telemetry_collector
+from tachyon_placement.telemetry import metrics as telemetry_metrics
+from tachyon_placement.topology import affinity
+from tachyon_placement.weighing import model as weighing_model
+from tachyon_placement.world import cache as world_cache
+from tachyon_placement.world import candidates as world_candidates
 from tachyon_placement import policy
 
 LOG = logging.getLogger(__name__)
+
+# The models the definitions stored in the graph are read as.
+MODELS = graph_store.Models(
+    weigher=weighing_model.Weigher.from_document,
+    metric=telemetry_metrics.Metric.from_document,
+    pci_rule=affinity.Rule.from_document)
+
+
+def compose(engine):
+    """The store over ``engine`` and what a process builds on it: the copy
+    of the graph, the candidate search over it, the change feed."""
+    store = graph_store.Store(engine, MODELS)
+    store.worlds = world_cache.WorldCache(store)
+    store.candidates = world_candidates.Candidates(
+        store.worlds, engine.leaves_cycles_in_flight)
+    store.feed = feed_service.Feed(store)
+    return store
+
+
+def open_store(conf, sync=True, read_replica=False):
+    """compose() over the engine ``[graph] connection`` names; ``sync``:
+    the schema, standard classes and traits made sure of first;
+    ``read_replica``: see graph.store.open_engine."""
+    store = compose(graph_store.open_engine(conf, read_replica))
+    if sync:
+        store.sync()
+    return store
 
 
 def loadapp(conf, store=None):
@@ -23,10 +59,7 @@ def loadapp(conf, store=None):
     collector = None
     opened = store is None
     if opened:
-        store = graph_store.open_store(conf)
-    if store.feed is None:
-        store.feed = feed_service.Feed(store)
-    if opened:
+        store = open_store(conf)
         warm_up(store)
         # One per process; the lease makes one of them collect.
         collector = telemetry_collector.start_collector(conf, store)
@@ -52,8 +85,8 @@ def load_feed_app(conf):
     refresh it, nor it theirs), and it runs no collector or pruning.
     With FalkorDB it reads a replica of the graph server ([changes]
     read_replica)."""
-    store = graph_store.open_store(conf, sync=False,
-                                   read_replica=conf.changes.read_replica)
+    store = open_store(conf, sync=False,
+                       read_replica=conf.changes.read_replica)
     return loadapp(conf, store=store)
 
 

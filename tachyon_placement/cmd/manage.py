@@ -16,11 +16,11 @@ import sys
 from oslo_config import cfg
 
 from tachyon_placement import conf as tachyon_conf
-from tachyon_placement.graph import store as graph_store
+from tachyon_placement import deploy
 
 
 def db_sync(conf):
-    store = graph_store.open_store(conf, sync=False)
+    store = deploy.open_store(conf, sync=False)
     try:
         store.sync()
     finally:
@@ -43,7 +43,7 @@ def db_import(conf):
         if command.dry_run:
             run.dry_run(database, sys.stdout)
             return 0
-        store = graph_store.open_store(conf)
+        store = deploy.open_store(conf)
         try:
             if not command.verify_only:
                 try:

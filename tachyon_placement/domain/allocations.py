@@ -238,7 +238,7 @@ def _claimed(store, requests, requested_rps, client_generations):
     if any(generation is not None
            for generation in (client_generations or {}).values()):
         return False
-    providers = store.allocations.held_provider_states(requested_rps)
+    providers = store.worlds.held_provider_states(requested_rps)
     if providers is None:
         return False
     try:

@@ -287,10 +287,6 @@ def _inventory(data):
 class AllocationStore(engine.ResourceStore):
     """Store.allocations: consumers and allocations."""
 
-    def __init__(self, engine, worlds):
-        super().__init__(engine)
-        self._worlds = worlds       # the process's copies of the graph
-
     def write_states(self, consumer_uuids, provider_uuids):
         """What one attempt of a write reads (see _STATES), as
         ({uuid: ConsumerState}, {uuid: ProviderState}): a generation-None
@@ -319,23 +315,6 @@ class AllocationStore(engine.ResourceStore):
                              for inv in data['inventories']})
             for data in row['providers']}
         return consumers, providers
-
-    def held_provider_states(self, provider_uuids):
-        """{uuid: ProviderState} of ``provider_uuids`` as the process's
-        copy of the graph holds them (no I/O: it may be behind), or None
-        when it holds no copy yet or lacks one of them."""
-        world = self._worlds.latest()
-        if world is None:
-            return None
-        states = {}
-        for uuid in provider_uuids:
-            record = world.records.get(uuid)
-            if record is None:
-                return None
-            states[uuid] = domain.ProviderState(
-                uuid=uuid, generation=record.provider.generation,
-                inventories=record.inventories)
-        return states
 
     def write_claim(self, plan, claims):
         """Apply a claim's WritePlan (see CLAIM); ``claims``: its deltas

@@ -3,18 +3,12 @@ stored as definitions (graph/definitions.py) under the label
 PciAffinityRule; the Meta node's ``pci_affinity`` stamp tells each process
 when to reload them."""
 from tachyon_placement.graph import definitions
-from tachyon_placement.topology import affinity
 
 RULES = definitions.Kind('PciAffinityRule', 'pci_affinity_rule',
                          'pci_affinity')
 
 
-def _rule(name, definition, generation):
-    return affinity.Rule.from_document(name, definition,
-                                       generation=generation)
-
-
-def rule_store(engine):
-    """Store.pci_affinity: the PCI-NUMA affinity rules, as
-    topology.affinity.Rule."""
-    return definitions.DefinitionStore(engine, RULES, _rule)
+def rule_store(engine, make):
+    """Store.pci_affinity: the PCI-NUMA affinity rules, as ``make`` (name,
+    definition, generation) makes them (the topology room's Rule)."""
+    return definitions.DefinitionStore(engine, RULES, make)

@@ -1,10 +1,11 @@
 """The store port: the operations the API and domain need, nothing more.
 
 ``Store`` composes one store per resource, each keeping its Cypher beside
-it.  ``open_store(conf)`` picks the engine from ``[graph]
+it.  ``open_engine(conf)`` picks the engine from ``[graph]
 connection``: Neo4j for bolt:// and neo4j:// URIs, an external FalkorDB for
 falkor:// or unix://, otherwise the embedded FalkorDB server.
 """
+import collections
 import urllib.parse
 
 import os_resource_classes
@@ -25,10 +26,6 @@ from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph import weighers
 from tachyon_placement.graph import world_reads
-# The read model (world/) is made here until the composition moves out of
-# graph/ (issue 43).
-from tachyon_placement.world import cache as world_cache
-from tachyon_placement.world import candidates
 
 # The graph key of FalkorDB when [graph] database is unset.
 FALKORDB_GRAPH = 'placement'
@@ -37,12 +34,19 @@ NEO4J_SCHEMES = ('bolt', 'bolt+s', 'bolt+ssc', 'neo4j', 'neo4j+s',
                  'neo4j+ssc')
 
 
+class Models(collections.namedtuple('Models', 'weigher metric pci_rule')):
+    """How the capability rooms make a model of a stored definition: each
+    a callable (name, definition, generation) -> model.  The composition
+    root (deploy.compose) gives the rooms' own: storage knows none of
+    them."""
+
+
 class Store:
     """The graph store: one engine, and a store per resource reached by
     name (``store.providers``, ``store.allocations``, ...), each with the
     operations of its resource and its Cypher beside it."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, models):
         self.engine = engine
         self.versions = versioning.VersionStore(engine)
         self.resource_classes = resource_classes.ResourceClassStore(engine)
@@ -50,23 +54,22 @@ class Store:
         self.traits = traits.TraitStore(engine, self.providers)
         self.aggregates = aggregates.AggregateStore(engine, self.providers)
         self.inventories = inventories.InventoryStore(engine)
+        self.allocations = allocations.AllocationStore(engine)
         self.usages = allocations.UsageStore(engine)
         self.reshapes = reshaper.ReshapeStore(engine)
-        self.weighers = weighers.weigher_store(engine)
-        self.metrics = telemetry.MetricStore(engine)
+        self.weighers = weighers.weigher_store(engine, models.weigher)
+        self.metrics = telemetry.MetricStore(engine, models.metric)
         self.scorers = telemetry.ScorerStore(engine)
-        self.pci_affinity = pci_affinity.rule_store(engine)
+        self.pci_affinity = pci_affinity.rule_store(engine, models.pci_rule)
         self.topology = topology.TopologyStore(engine)
         self.changes = feed.FeedStore(engine)
         self.imports = importer.ImportStore(engine)
         self.world_reads = world_reads.WorldReadStore(engine)
-        self.worlds = world_cache.WorldCache(self)
-        self.allocations = allocations.AllocationStore(engine, self.worlds)
-        self.candidates = candidates.Candidates(
-            self.worlds, engine.leaves_cycles_in_flight)
-        # The process's change feed (feed/service.py), a room of its own
-        # that follows the copies of the graph: deploy.loadapp attaches it.
-        self.feed = None
+        # What the process builds on the store, attached by the
+        # composition root (deploy.compose): the copy of the graph
+        # (world/cache.py), the candidate search over it
+        # (world/candidates.py) and the change feed (feed/service.py).
+        self.worlds = self.candidates = self.feed = None
 
     def sync(self):
         """Idempotent start-up work: schema, standard classes and traits."""
@@ -117,14 +120,12 @@ def make_engine(conf):
         revive=server.ensure_running)
 
 
-def open_store(conf, sync=True, read_replica=False):
-    """``read_replica``: with FalkorDB, read a private replica of the
-    graph server (graph/replica_reads.py; the feed server)."""
+def open_engine(conf, read_replica=False):
+    """The engine ``[graph] connection`` names.  ``read_replica``: with
+    FalkorDB, read a private replica of the graph server
+    (graph/replica_reads.py; the feed server)."""
     engine = make_engine(conf)
     if read_replica and engine.dialect == 'falkordb':
         from tachyon_placement.graph import replica_reads
         engine = replica_reads.ReplicaReads(engine)
-    store = Store(engine)
-    if sync:
-        store.sync()
-    return store
+    return engine

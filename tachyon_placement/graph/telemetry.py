@@ -15,8 +15,6 @@ from tachyon_placement.graph import cypher
 from tachyon_placement.graph import definitions
 from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
-from tachyon_placement.telemetry import metrics
-from tachyon_placement.weighing import model as weighing_model
 
 METRICS = definitions.Kind('Metric', 'metric', 'metrics')
 
@@ -102,16 +100,13 @@ TAKE_LEASE = Statement('telemetry_take_lease', neo4j=_lease_text('neo4j'),
                        falkordb=_lease_text('falkordb'))
 
 
-def _metric(name, definition, generation):
-    return metrics.Metric.from_document(name, definition, generation)
-
-
 class MetricStore(definitions.DefinitionStore):
-    """Store.metrics: the metrics (telemetry.metrics.Metric), their
-    values, and the collector's lease."""
+    """Store.metrics: the metrics, as ``make`` (name, definition,
+    generation) makes them (the telemetry room's Metric), their values,
+    and the collector's lease."""
 
-    def __init__(self, engine):
-        super().__init__(engine, METRICS, _metric)
+    def __init__(self, engine, make):
+        super().__init__(engine, METRICS, make)
 
     def store_values(self, name, values, collected_at_ms):
         self.engine.write(STORE_VALUES, name=name,
@@ -149,23 +144,21 @@ class ScorerStore(engine.ResourceStore):
     hurt the serving engine, and the signals disabled when they broke
     their bounds."""
 
-    def check(self, query, bounds):
+    def check(self, query, bounds, columns):
         """Raise domain Invalid unless ``query`` is a read-only query,
-        without procedures or files, returning the columns uuid and
-        score, that the engine plans and runs within ``bounds``
+        without procedures or files, returning ``columns`` (and maybe
+        others), that the engine plans and runs within ``bounds``
         (graph/scorer_sandbox.py Bounds) where it cannot hurt the
         serving engine."""
         try:
-            columns = self.engine.check_scorer_query(query, bounds)
+            returned = self.engine.check_scorer_query(query, bounds)
         except engine.RefusedQuery as exc:
             raise errors.Invalid('cypher scorer refused: %s' % exc)
-        missing = [column for column in weighing_model.CYPHER_COLUMNS
-                   if column not in columns]
-        if missing:
+        if not set(columns) <= set(returned):
             raise errors.Invalid(
                 'cypher scorer refused: it must return the columns %s '
-                '(it returns %s)' % (', '.join(weighing_model.CYPHER_COLUMNS),
-                                     ', '.join(columns) or 'none'))
+                '(it returns %s)' % (', '.join(columns),
+                                     ', '.join(returned) or 'none'))
 
     def scores(self, query, bounds, max_rows):
         """{provider uuid: score} of a checked Cypher scorer; rows whose

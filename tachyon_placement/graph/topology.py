@@ -19,6 +19,7 @@ generation like a provider's; the links to providers are decided in
 Python (topology/links.py) from the host's provider tree and renewed at
 each publication.
 """
+import collections
 import json
 
 from tachyon_placement.domain import errors
@@ -27,7 +28,6 @@ from tachyon_placement.graph import engine
 from tachyon_placement.graph import schema
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph.cypher import Statement
-from tachyon_placement.topology import links as topology_links
 
 _RETURN = """
 RETURN host.name AS name, host.generation AS generation,
@@ -243,11 +243,19 @@ class Topology:
         self.links = links
 
 
+# A provider of a host's tree as the topology room links parts to it
+# (topology/links.py), and what it found: the root provider's uuid, {NUMA
+# node id: provider uuid}, {PCI address: provider uuid}.
+HostProvider = collections.namedtuple('HostProvider',
+                                      'uuid name parent_uuid traits')
+Links = collections.namedtuple('Links', 'host numa pci')
+
+
 def _links_of(host_uuid, parts):
-    """topology.links.Links from the root's uuid and the linked parts,
+    """Links from the root's uuid and the linked parts,
     (kind, NUMA node id, PCI address, provider uuid); other kinds (the
     host's own row, an empty OPTIONAL MATCH) are skipped."""
-    found = topology_links.Links(host_uuid, {}, {})
+    found = Links(host_uuid, {}, {})
     for kind, node_id, address, uuid in parts:
         if kind == 'numa':
             found.numa[node_id] = uuid
@@ -285,19 +293,17 @@ class TopologyStore(engine.ResourceStore):
 
     def host_providers(self, hostname):
         """The providers of the tree whose root is named ``hostname``, as
-        topology.links.Provider tuples."""
-        return [topology_links.Provider(row['uuid'], row['name'],
-                                        row['parent_uuid'],
-                                        frozenset(row['traits']))
+        HostProvider tuples."""
+        return [HostProvider(row['uuid'], row['name'], row['parent_uuid'],
+                             frozenset(row['traits']))
                 for row in self.engine.read(
                     TREE, name_key=schema.name_key(hostname))]
 
-    def put(self, hostname, document, generation):
+    def put(self, hostname, document, generation, found):
         """Create (``generation`` None) or replace (at ``generation``)
         ``hostname``'s topology, linked to the providers that represent
-        its parts; the stored Topology (ConcurrentUpdate otherwise)."""
-        found = topology_links.link(hostname, document,
-                                    self.host_providers(hostname))
+        its parts (``found``, Links); the stored Topology
+        (ConcurrentUpdate otherwise)."""
         params = {
             'name': hostname,
             'document': json.dumps(document, sort_keys=True),

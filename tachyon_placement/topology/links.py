@@ -16,17 +16,16 @@ PCI devices: pure rules over the host's provider tree.
   ``_<interface>``.  A VF has no provider of its own (Nova and Neutron
   count VFs on their PF's provider): it links to its PF's.
 """
-import collections
 import re
 
+from tachyon_placement.graph import topology as topology_store
 from tachyon_placement.topology import model
 
 NUMA_TRAIT = 'HW_NUMA_ROOT'
 _NUMA_NAME = re.compile(r'(?:^|[_:-])numa[_-]?(\d+)$', re.IGNORECASE)
 
-Provider = collections.namedtuple('Provider',
-                                  'uuid name parent_uuid traits')
-Links = collections.namedtuple('Links', 'host numa pci')
+Provider = topology_store.HostProvider
+Links = topology_store.Links
 
 
 def libvirt_device_name(hostname, address):

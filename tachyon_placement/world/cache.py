@@ -10,6 +10,7 @@ import time
 
 from oslo_log import log as logging
 
+from tachyon_placement.domain import allocations as domain_allocations
 from tachyon_placement.graph import versioning
 from tachyon_placement.topology import affinity
 from tachyon_placement.world import records as provider_records
@@ -46,6 +47,23 @@ class WorldCache:
         """The copy as it is (None before the first), without asking the
         engine whether the graph moved."""
         return self._world
+
+    def held_provider_states(self, provider_uuids):
+        """{uuid: ProviderState} of ``provider_uuids`` as the process's
+        copy of the graph holds them (no I/O: it may be behind), or None
+        when it holds no copy yet or lacks one of them."""
+        world = self._world
+        if world is None:
+            return None
+        states = {}
+        for uuid in provider_uuids:
+            record = world.records.get(uuid)
+            if record is None:
+                return None
+            states[uuid] = domain_allocations.ProviderState(
+                uuid=uuid, generation=record.provider.generation,
+                inventories=record.inventories)
+        return states
 
     def current(self, whole=False):
         """The copy of the graph as of now.  ``whole``: also known to hold

@@ -6,20 +6,17 @@ A WorldReader answers what domain.candidates asks: the sharing providers
 (MISC_SHARES_VIA_AGGREGATE) with the trees each one can serve; probes
 (a trait, an aggregate, a resource class with room) bounding the roots a
 candidate can be anchored at, from the World's indexes; the roots in
-Placement's order (creation) or best first by the weighers; and the
-search's snapshot of every tree, built once per World and patched from
-the previous one's unchanged trees.
+Placement's order (creation); and the search's snapshot of every tree,
+built once per World and patched from the previous one's unchanged trees.
+How weighers and PCI-NUMA affinity order and refine the search over the
+same World is the use case's (usecases/candidates.py).
 """
 import operator
-import random
 import threading
-import time
 import weakref
 
 from tachyon_placement.domain import candidates as domain
 from tachyon_placement.world import records as provider_records
-from tachyon_placement.topology import affinity
-from tachyon_placement.weighing import ranking
 
 
 class Candidates:
@@ -137,71 +134,13 @@ class WorldReader:
         return {uuid: records[uuid].root_uuid for uuid in uuids
                 if uuid in records}
 
-    def _ranking(self, request, staleness_limit):
-        """The Ranking of the weighers that apply to ``request`` (a
-        weighing.model.RequestSummary), with the metric values at most
-        ``staleness_limit`` seconds old; None when no weigher applies."""
-        world = self.world
-        if not world.weighers:
-            return None
-        weighers = ranking.applicable(world.weighers, request)
-        if not weighers:
-            return None
-        return world.ranking(weighers, int(time.time() * 1000),
-                             staleness_limit * 1000)
-
-    def weighed(self, roots, request, staleness_limit, subset_size=1,
-                placement_order=None):
-        """``roots`` in the order the search visits them: best first for
-        the weighers that apply to ``request`` (ties in Placement's order,
-        the best ``subset_size`` shuffled), else Placement's order
-        (``placement_order``, by default order_roots).  An iterable: drawn
-        from lazily when it filters the order of every root, as a limited
-        search only visits the first few thousand."""
-        placement_order = placement_order or self.order_roots
-        ranked = self._ranking(request, staleness_limit)
-        if ranked is None:
-            return placement_order(roots)
-        world = self.world
-        wanted = roots if isinstance(roots, (set, frozenset)) else set(roots)
-        if len(wanted) * 16 >= len(world.root_uuids):
-            # Most roots: filter the ranking's own order of all of them.
-            ordered = filter(wanted.__contains__,
-                             ranked.best_first(world.root_uuids))
-        else:
-            ordered = ranked.order(placement_order(wanted))
-        return ranking.spread(ordered, subset_size, random)
-
-    def option_key(self, request, staleness_limit):
-        """How the weighers that apply to ``request`` order the providers
-        of a slot within a tree (weighing.ranking.option_key), or None."""
-        ranked = self._ranking(request, staleness_limit)
-        if ranked is None:
-            return None
-        return ranked.option_key()
-
-    def affinity_refiner(self, numa_free_metric=None, staleness_limit=0):
-        """The PCI-NUMA affinity refiner of the operator's rules over the
-        hosts' published topologies (topology/affinity.py), with the
-        values of ``numa_free_metric`` (MiB free per NUMA node) at most
-        ``staleness_limit`` seconds old; None when there is no rule."""
-        world = self.world
-        if not world.pci_affinity:
-            return None
-        numa_free = None
-        if numa_free_metric:
-            numa_free = world.telemetry.fresh(
-                int(time.time() * 1000), staleness_limit * 1000).get(
-                    numa_free_metric)
-        return affinity.Refiner(world.pci_affinity, world.layouts,
-                                world.records, numa_free)
-
     def order_roots(self, uuids):
         world = self.world
         wanted = (uuids if isinstance(uuids, (set, frozenset))
                   else set(uuids))
         if len(wanted) * 16 >= len(world.root_uuids):
-            # Lazily: see weighed.
+            # Lazily: a limited search only visits the first few
+            # thousand.
             return filter(wanted.__contains__, world.root_uuids)
         records = world.records
         roots = [records[uuid] for uuid in wanted if uuid in records

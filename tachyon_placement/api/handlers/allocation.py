@@ -110,7 +110,8 @@ def _answering(unknown_class_message='%s'):
             'allocate: %s' % exc.message, code=errors.CONCURRENT_UPDATE)
 
 
-@wsgi.handler(content=wsgi.JSON, uses=('allocations', 'resource_classes'))
+@wsgi.handler(content=wsgi.JSON,
+              uses=('allocations', 'resource_classes', 'worlds'))
 def set_allocations_for_consumer(req):
     req.context.can(policies.ALLOC_UPDATE)
     consumer_uuid = req.path_item('consumer_uuid')
@@ -130,7 +131,7 @@ def set_allocations_for_consumer(req):
 
 
 @wsgi.handler(min_version='1.13', content=wsgi.JSON,
-              uses=('allocations', 'resource_classes'))
+              uses=('allocations', 'resource_classes', 'worlds'))
 def set_allocations(req):
     req.context.can(policies.ALLOC_MANAGE)
     data = req.json_body(by_version(req, schema.POST))

@@ -1,9 +1,10 @@
 """GET /allocation_candidates.
 
 Parse the request groups and request-wide parameters (with Placement's
-error texts, in Placement's order), ask the store to bound and load the
-trees that can take part, let ``domain.candidates`` search them, render.
+error texts, in Placement's order), search (usecases/candidates.py),
+render.
 """
+import contextlib
 import re
 
 from tachyon_placement.api import errors
@@ -14,7 +15,7 @@ from tachyon_placement.policies import allocation_candidate as policies
 from tachyon_placement.schemas import allocation_candidate as schema
 from tachyon_placement.schemas import by_version
 from tachyon_placement.schemas import common
-from tachyon_placement.weighing import model as weighing_model
+from tachyon_placement.usecases import candidates
 
 _PREFIXES = '|'.join(('resources', 'required', 'member_of', 'in_tree'))
 _GROUP_KEY = re.compile(r'^(%s)(%s)?$' % (_PREFIXES, common.GROUP_PAT))
@@ -160,98 +161,23 @@ def parse_request(req):
     return list(groups.values()), wide
 
 
-def _settings(req, option_key=None, refiner=None):
-    conf = req.conf.placement
-    return domain.Settings(
-        max_candidates=conf.max_allocation_candidates,
-        strategy=conf.allocation_candidates_generation_strategy,
-        randomize=conf.randomize_allocation_candidates,
-        nested_aware=req.has('nested_candidates'),
-        option_key=option_key, refiner=refiner)
-
-
-def find(req, groups, wide):
-    """The domain.Candidates for a parsed request, read from the
-    process's in-memory copy of the graph."""
-    store = req.store
-    reader = store.candidates.reader()
-    classes = {rc for group in groups for rc in group.resources}
-    traits = set(wide.root_required) | set(wide.root_forbidden)
-    for group in groups:
-        traits |= group.forbidden_traits
-        for any_of in group.required_traits:
-            traits |= any_of
-    unknown_classes = store.resource_classes.missing(classes)
-    unknown_traits = store.traits.missing(traits)
-    located = reader.provider_roots(
-        {group.in_tree for group in groups if group.in_tree})
-    in_tree_roots = {index: located[group.in_tree]
-                     for index, group in enumerate(groups)
-                     if group.in_tree in located}
-    sharing = reader.sharing_providers()
-
-    probes = domain.plan_probes(groups, wide, in_tree_roots)
-    selective = [probe for probe in probes if probe.selective]
-    resource_probes = [probe for probe in probes if not probe.selective]
-    rows = reader.run_probes(selective, sharing) if selective else {}
-    bound = None
-    if not (unknown_classes or unknown_traits):
-        # With a name unknown the request fails or finds nothing; the
-        # resource probes then stay unbounded so the failure is the one
-        # Placement reports first.
-        bound = domain.candidate_roots(selective, rows)
-    if bound is not None and not bound:
-        rows.update({probe.key: domain.ProbeResult()
-                     for probe in resource_probes})
-    else:
-        rows.update(reader.run_probes(resource_probes, sharing,
-                                      roots=bound))
-
-    # What each group's probes allow: checked, then intersected.
-    bounds = domain.group_anchors(probes, rows)
+@contextlib.contextmanager
+def unknown_names_refused():
+    """A resource class or trait the request names and the graph lacks,
+    as Placement reports it."""
     try:
-        viable = domain.check_request(groups, wide, unknown_classes,
-                                      unknown_traits, in_tree_roots,
-                                      probes, rows, bounds)
+        yield
     except domain.UnknownResourceClass as exc:
         raise errors.BadRequest(
             'Invalid resource class in resources parameter: No such '
             'resource class %s.' % exc.name)
     except domain.UnknownTrait as exc:
         raise errors.BadRequest('No such trait(s): %s.' % exc.name)
-    roots = domain.candidate_roots(probes, rows, bounds) if viable else None
-    if not roots:
-        return domain.empty()
-    # Visit the roots oldest first (Placement's order), or best first
-    # when weighers apply.
-    snapshot, load = reader.search_snapshot(sharing, roots)
-    summary = request_summary(groups, wide)
-    staleness = req.conf.telemetry.staleness_limit
-    anchors = reader.weighed(roots, summary, staleness,
-                             req.conf.weighing.host_subset_size)
-    option_key = reader.option_key(summary, staleness)
-    return domain.find_candidates(
-        snapshot, groups, wide,
-        _settings(req, option_key, reader.affinity_refiner(
-            req.conf.telemetry.numa_free_memory_metric, staleness)),
-        in_tree_roots=in_tree_roots, anchors=anchors, load=load)
 
 
-def request_summary(groups, wide):
-    """What a weigher's match looks at in this request."""
-    required = set(wide.root_required)
-    member_of = set()
-    for group in groups:
-        required.update(next(iter(any_of))
-                        for any_of in group.required_traits
-                        if len(any_of) == 1)
-        for any_of in group.member_of:
-            member_of.update(any_of)
-    return weighing_model.RequestSummary(
-        resource_classes=frozenset(rc for group in groups
-                                   for rc in group.resources),
-        required_traits=frozenset(required),
-        member_of=frozenset(member_of), groups=len(groups))
+def settings(req):
+    return candidates.SearchSettings.from_conf(
+        req.conf, nested_aware=req.has('nested_candidates'))
 
 
 # A candidate document is mostly pieces that earlier documents showed too:
@@ -369,7 +295,8 @@ def list_allocation_candidates(req):
     req.context.can(policies.LIST)
     req.validate_query(by_version(req, schema.GET))
     groups, wide = parse_request(req)
-    result = find(req, groups, wide)
+    with unknown_names_refused():
+        result = candidates.find(req.store, groups, wide, settings(req))
     return wsgi.encoded_json_response(req, [
         b'{"allocation_requests":[',
         _render_requests(req, result),

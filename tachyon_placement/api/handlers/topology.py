@@ -14,6 +14,7 @@ from tachyon_placement.policies import topology as policies
 from tachyon_placement.schemas import topology as schema
 from tachyon_placement.topology import model
 from tachyon_placement.topology import view
+from tachyon_placement.usecases import topology as publishing
 
 # A hypervisor hostname: DNS-like, as Nova names compute node providers.
 _HOST = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$')
@@ -118,7 +119,8 @@ def put_host(req):
     except model.InvalidTopology as exc:
         raise errors.BadRequest('Invalid topology: %s.' % exc)
     return tachyon.stored(req, lambda document, gen:
-                          req.store.topology.put(name, document, gen),
+                          publishing.publish(req.store, name, document,
+                                             gen),
                           model.normalized(data), generation,
                           render=lambda topology: view.host_view(
                               topology, _tree(req, topology)))

@@ -99,7 +99,8 @@ def put_weigher(req):
             raise errors.BadRequest('cypher scorer refused: %s' % exc)
         try:
             req.store.scorers.check(
-                query, model.ScorerBounds.from_conf(req.conf))
+                query, model.ScorerBounds.from_conf(req.conf),
+                model.CYPHER_COLUMNS)
         except domain_errors.Invalid as exc:
             raise errors.BadRequest(exc.message)
         # Stored again: a scorer disabled for breaking its bounds is

@@ -74,12 +74,7 @@ class ServedPlacement:
         raise RuntimeError('API did not start: %s' % self.log_tail())
 
     def stop(self, sig=None):
-        if self.process and self.process.poll() is None:
-            if sig is None:
-                self.process.terminate()
-            else:
-                self.process.send_signal(sig)
-            self.process.wait(timeout=30)
+        _stop(self.process, sig, self.log_tail)
 
     def engine_pid(self):
         """Pid of the engine: the embedded FalkorDB server (see
@@ -118,6 +113,27 @@ class ServedPlacement:
         """``service``: placement, or tachyon (Tachyon's own routes)."""
         return json_request(self.url, method, path, body, version, token,
                             service)
+
+
+def _stop(process, sig, log_tail, timeout=30):
+    """Stop ``process`` with ``sig`` (SIGTERM by default); one that is
+    still there after ``timeout`` seconds is killed, and the failure says
+    what its log ended with (a server that does not stop is a bug)."""
+    if not process or process.poll() is not None:
+        return
+    if sig is None:
+        process.terminate()
+    else:
+        process.send_signal(sig)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
+        raise RuntimeError('pid %d did not stop within %d s of signal %s; '
+                           'its log ended: %s' % (
+                               process.pid, timeout, sig or 'SIGTERM',
+                               log_tail()))
 
 
 class ServedFeed:
@@ -160,9 +176,7 @@ class ServedFeed:
         raise RuntimeError('feed did not start: %s' % self.log_tail())
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+        _stop(self.process, None, self.log_tail)
 
     def log_tail(self, size=3000):
         with open(os.path.join(self.workdir, 'feed.log'), 'rb') as log:

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tachyon_placement.graph import store as graph_store
+from tachyon_placement import deploy
 from tachyon_placement.importing import run as import_run
 from tachyon_placement.importing import source as placement_source
 from tachyon_placement.tests.functional import served
@@ -337,7 +337,7 @@ def test_an_interrupted_import_resumes(tmp_path):
     database = placement_source.PlacementDatabase(url)
     database.check()
     engine = engines.new_engine()
-    store = graph_store.Store(engine)
+    store = deploy.compose(engine)
     store.sync()
     try:
         out = open(os.devnull, 'w')

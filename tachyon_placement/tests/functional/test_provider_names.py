@@ -12,7 +12,7 @@ import pytest
 
 from tachyon_placement.domain import errors
 from tachyon_placement.graph import schema
-from tachyon_placement.graph import store as graph_store
+from tachyon_placement import deploy
 from tachyon_placement.tests.functional.fixtures import engine as engines
 
 # Blanks of every kind C's isspace() knows, separators and specials of
@@ -23,7 +23,7 @@ ALPHABET = ' \t\n\r\x0b\x0c,;|{}[]()*@:-_.aA\u00a0\u3000\u00e9\'"\\%$<>'
 @pytest.fixture
 def store():
     engine = engines.new_engine()
-    graph = graph_store.Store(engine)
+    graph = deploy.compose(engine)
     graph.sync()
     yield graph
     engines.drop_engine(engine)

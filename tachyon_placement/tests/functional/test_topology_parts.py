@@ -4,6 +4,7 @@ their PF, NUMA nodes to their socket; by positions computed in Python,
 so a publication stays linear in the devices."""
 from tachyon_placement.graph.cypher import Statement
 from tachyon_placement.topology import model
+from tachyon_placement.usecases import topology as publishing
 
 EDGES = Statement('test_topology_edges', common="""
 MATCH (host:Host {name: $name})-[:HAS_DEVICE]->(device:PCIDevice)
@@ -40,7 +41,7 @@ def test_parts_are_linked_as_the_document_says(service):
     model.check(DOCUMENT)
     document = model.normalized(DOCUMENT)
     for generation in (None, 0):   # created, then replaced
-        store.topology.put('cn-parts', document, generation)
+        publishing.publish(store, 'cn-parts', document, generation)
         edges = {row['address']: (row['node'], row['pf']) for row in
                  store.engine.read(EDGES, name='cn-parts')}
         assert edges == {

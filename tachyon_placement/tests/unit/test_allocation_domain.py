@@ -100,9 +100,9 @@ def test_several_consumers_in_one_request_share_capacity():
 
 
 class FakeStore:
-    """Just enough of the store for apply() (its allocations and resource
-    classes, both this object): the write fails the first ``conflicts``
-    times, as if another writer got in first."""
+    """Just enough of the store for apply() (its allocations, resource
+    classes and copy of the graph, all this object): the write fails the
+    first ``conflicts`` times, as if another writer got in first."""
 
     def __init__(self, conflicts, held=None, claim_fits=True):
         """``held``: the ProviderStates the store holds without reading
@@ -116,6 +116,7 @@ class FakeStore:
         self.claim_fits = claim_fits
         self.claims = []
         self.allocations = self.resource_classes = self
+        self.worlds = self
 
     def held_provider_states(self, provider_uuids):
         if self.held is None or not set(provider_uuids) <= set(self.held):

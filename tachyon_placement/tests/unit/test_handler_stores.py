@@ -6,12 +6,12 @@ import pytest
 
 from tachyon_placement.api import routes
 from tachyon_placement.api import wsgi
-from tachyon_placement.graph import store as graph_store
+from tachyon_placement import deploy
 
 
 def _store():
     """A Store over an engine that is never asked anything."""
-    return graph_store.Store(types.SimpleNamespace(
+    return deploy.compose(types.SimpleNamespace(
         leaves_cycles_in_flight=False))
 
 

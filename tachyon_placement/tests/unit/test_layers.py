@@ -1,0 +1,80 @@
+"""The arrows between the rooms point one way (doc/source/contributor/
+architecture and DESIGN.md): storage and the domain know no capability
+and no web layer; only the composition root (deploy.py) knows every room.
+Read from the source's import statements, so a new arrow fails here."""
+import ast
+import collections
+import os
+
+import tachyon_placement
+
+PACKAGE = os.path.dirname(tachyon_placement.__file__)
+
+# What each room may import besides itself (None: anything).
+ALLOWED = {
+    'domain': set(),
+    'graph': {'domain'},
+    'world': {'domain', 'graph', 'weighing', 'topology', 'telemetry'},
+    'weighing': {'domain', 'graph', 'world'},
+    'telemetry': {'domain', 'graph', 'world', 'weighing'},
+    'topology': {'domain', 'graph', 'world', 'telemetry'},
+    'importing': {'domain', 'graph'},
+    'usecases': {'domain', 'graph', 'world', 'weighing', 'telemetry',
+                 'topology'},
+}
+# Only the processes' entry points assemble the service.
+COMPOSITION_ROOT = 'deploy'
+ENTRY_POINTS = {'cmd', 'wsgi'}
+
+
+def _room_imports():
+    """{room: {room it imports}} of the package's modules (tests left
+    out); a room is a subpackage or a top-level module."""
+    found = collections.defaultdict(set)
+    for directory, _dirs, files in os.walk(PACKAGE):
+        relative = os.path.relpath(directory, PACKAGE)
+        if relative.split(os.sep)[0] == 'tests':
+            continue
+        for filename in files:
+            if not filename.endswith('.py'):
+                continue
+            room = (relative.split(os.sep)[0] if relative != '.'
+                    else filename[:-3])
+            with open(os.path.join(directory, filename)) as source:
+                tree = ast.parse(source.read())
+            for node in ast.walk(tree):
+                for name in _imported(node):
+                    parts = name.split('.')
+                    if parts[0] == 'tachyon_placement' and len(parts) > 1:
+                        if parts[1] != room:
+                            found[room].add(parts[1])
+    return found
+
+
+def _imported(node):
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        if node.module == 'tachyon_placement':
+            return ['tachyon_placement.%s' % alias.name
+                    for alias in node.names]
+        return [node.module]
+    return []
+
+
+def test_rooms_import_only_downwards():
+    imports = _room_imports()
+    # The rooms it names exist (a rename would leave this checking none).
+    assert all(os.path.isdir(os.path.join(PACKAGE, room))
+               for room in ALLOWED), sorted(ALLOWED)
+    assert imports['graph'] and imports['world'], 'no import read'
+    wrong = {room: sorted(imports[room] - allowed)
+             for room, allowed in ALLOWED.items()
+             if imports[room] - allowed}
+    assert not wrong, wrong
+
+
+def test_only_entry_points_import_the_composition_root():
+    importers = {room for room, targets in _room_imports().items()
+                 if COMPOSITION_ROOT in targets}
+    assert importers and importers <= ENTRY_POINTS, importers

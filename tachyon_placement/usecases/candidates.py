@@ -1,0 +1,229 @@
+"""Allocation candidates and why they come in their order: the use cases
+behind GET /allocation_candidates and /tachyon/explain/allocation_candidates.
+
+One search over one copy of the graph (world/candidates.py WorldReader):
+probes bound the roots a candidate can be anchored at (domain.candidates
+plans and checks them), the weighers that apply to the request order the
+roots and the options within a tree (weighing/), the operator's PCI-NUMA
+affinity rules refine the trees (topology/affinity.py), and the domain
+searches.  Explain answers from the very copy the search read.
+"""
+import dataclasses
+import random
+import time
+
+from tachyon_placement.domain import candidates as domain
+from tachyon_placement.topology import affinity
+from tachyon_placement.weighing import model as weighing_model
+from tachyon_placement.weighing import ranking
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSettings:
+    """What the configuration and the microversion say about a search."""
+    max_candidates: int
+    strategy: str
+    randomize: bool
+    nested_aware: bool
+    staleness_limit: float      # seconds a metric value counts
+    host_subset_size: int
+    numa_free_memory_metric: str = None
+
+    @classmethod
+    def from_conf(cls, conf, nested_aware):
+        return cls(
+            max_candidates=conf.placement.max_allocation_candidates,
+            strategy=conf.placement.allocation_candidates_generation_strategy,
+            randomize=conf.placement.randomize_allocation_candidates,
+            nested_aware=nested_aware,
+            staleness_limit=conf.telemetry.staleness_limit,
+            host_subset_size=conf.weighing.host_subset_size,
+            numa_free_memory_metric=conf.telemetry.numa_free_memory_metric)
+
+
+def find(store, groups, wide, settings):
+    """The domain.Candidates of a parsed request (domain RequestGroups and
+    RequestWide).  domain.UnknownResourceClass or UnknownTrait when the
+    request names one the graph does not have."""
+    return _search(store, store.candidates.reader(), groups, wide,
+                   settings)
+
+
+def explain(store, groups, wide, settings):
+    """Per candidate host, in the order the candidates list them, its
+    combined score and each applicable weigher's part (raw and normalised
+    score, weighted contribution; a metric weigher's value and age):
+    {'weighers': [name], 'hosts': [...]}."""
+    reader = store.candidates.reader()
+    result = _search(store, reader, groups, wide, settings)
+    world = reader.world
+    weighers = ranking.applicable(world.weighers,
+                                  request_summary(groups, wide))
+    now_ms = int(time.time() * 1000)
+    staleness_ms = settings.staleness_limit * 1000
+    ranked = (world.ranking(weighers, now_ms, staleness_ms)
+              if weighers else None)
+    hosts = []
+    seen = set()
+    for request in result.allocation_requests:
+        root = request.anchor
+        if root in seen:
+            continue
+        seen.add(root)
+        record = world.records.get(root)
+        parts = []
+        for weigher in weighers:
+            normal = ranked.parts[weigher.name].get(root, 0.0)
+            part = {'weigher': weigher.name, 'weight': weigher.weight,
+                    'raw': ranked.raw[weigher.name].get(root),
+                    'normalized': normal,
+                    'contribution': weigher.weight * normal}
+            if weigher.scorer['type'] == weighing_model.METRIC:
+                part['metric'] = _metric_part(weigher, root, world, now_ms,
+                                              staleness_ms)
+            parts.append(part)
+        hosts.append({
+            'root_provider_uuid': root,
+            'name': record.provider.name if record else None,
+            'score': ranked.scores.get(root, 0.0) if ranked else 0.0,
+            'weighers': parts})
+    return {'weighers': [weigher.name for weigher in weighers],
+            'hosts': hosts}
+
+
+def request_summary(groups, wide):
+    """What a weigher's match looks at in this request."""
+    required = set(wide.root_required)
+    member_of = set()
+    for group in groups:
+        required.update(next(iter(any_of))
+                        for any_of in group.required_traits
+                        if len(any_of) == 1)
+        for any_of in group.member_of:
+            member_of.update(any_of)
+    return weighing_model.RequestSummary(
+        resource_classes=frozenset(rc for group in groups
+                                   for rc in group.resources),
+        required_traits=frozenset(required),
+        member_of=frozenset(member_of), groups=len(groups))
+
+
+def _search(store, reader, groups, wide, settings):
+    classes = {rc for group in groups for rc in group.resources}
+    traits = set(wide.root_required) | set(wide.root_forbidden)
+    for group in groups:
+        traits |= group.forbidden_traits
+        for any_of in group.required_traits:
+            traits |= any_of
+    unknown_classes = store.resource_classes.missing(classes)
+    unknown_traits = store.traits.missing(traits)
+    located = reader.provider_roots(
+        {group.in_tree for group in groups if group.in_tree})
+    in_tree_roots = {index: located[group.in_tree]
+                     for index, group in enumerate(groups)
+                     if group.in_tree in located}
+    sharing = reader.sharing_providers()
+
+    probes = domain.plan_probes(groups, wide, in_tree_roots)
+    selective = [probe for probe in probes if probe.selective]
+    resource_probes = [probe for probe in probes if not probe.selective]
+    rows = reader.run_probes(selective, sharing) if selective else {}
+    bound = None
+    if not (unknown_classes or unknown_traits):
+        # With a name unknown the request fails or finds nothing; the
+        # resource probes then stay unbounded so the failure is the one
+        # Placement reports first.
+        bound = domain.candidate_roots(selective, rows)
+    if bound is not None and not bound:
+        rows.update({probe.key: domain.ProbeResult()
+                     for probe in resource_probes})
+    else:
+        rows.update(reader.run_probes(resource_probes, sharing,
+                                      roots=bound))
+
+    # What each group's probes allow: checked, then intersected.
+    bounds = domain.group_anchors(probes, rows)
+    viable = domain.check_request(groups, wide, unknown_classes,
+                                  unknown_traits, in_tree_roots, probes,
+                                  rows, bounds)
+    roots = domain.candidate_roots(probes, rows, bounds) if viable else None
+    if not roots:
+        return domain.empty()
+    # Visit the roots oldest first (Placement's order), or best first
+    # when weighers apply.
+    snapshot, load = reader.search_snapshot(sharing, roots)
+    world = reader.world
+    ranked = _ranking(world, request_summary(groups, wide),
+                      settings.staleness_limit)
+    anchors = _weighed(reader, ranked, roots, settings.host_subset_size)
+    return domain.find_candidates(
+        snapshot, groups, wide, domain.Settings(
+            max_candidates=settings.max_candidates,
+            strategy=settings.strategy, randomize=settings.randomize,
+            nested_aware=settings.nested_aware,
+            option_key=ranked.option_key() if ranked else None,
+            refiner=_affinity_refiner(world, settings)),
+        in_tree_roots=in_tree_roots, anchors=anchors, load=load)
+
+
+def _ranking(world, request, staleness_limit):
+    """The weighing Ranking of the weighers that apply to ``request`` (a
+    weighing.model.RequestSummary), with the metric values at most
+    ``staleness_limit`` seconds old; None when no weigher applies."""
+    if not world.weighers:
+        return None
+    weighers = ranking.applicable(world.weighers, request)
+    if not weighers:
+        return None
+    return world.ranking(weighers, int(time.time() * 1000),
+                         staleness_limit * 1000)
+
+
+def _weighed(reader, ranked, roots, subset_size):
+    """``roots`` in the order the search visits them: best first by
+    ``ranked`` (ties in Placement's order, the best ``subset_size``
+    shuffled), else Placement's order.  An iterable: drawn from lazily
+    when it filters the order of every root, as a limited search only
+    visits the first few thousand."""
+    if ranked is None:
+        return reader.order_roots(roots)
+    world = reader.world
+    wanted = roots if isinstance(roots, (set, frozenset)) else set(roots)
+    if len(wanted) * 16 >= len(world.root_uuids):
+        # Most roots: filter the ranking's own order of all of them.
+        ordered = filter(wanted.__contains__,
+                         ranked.best_first(world.root_uuids))
+    else:
+        ordered = ranked.order(reader.order_roots(wanted))
+    return ranking.spread(ordered, subset_size, random)
+
+
+def _affinity_refiner(world, settings):
+    """The PCI-NUMA affinity refiner of the operator's rules over the
+    hosts' published topologies, with the values of the configured
+    free-memory-per-NUMA-node metric (MiB) that count; None when there is
+    no rule."""
+    if not world.pci_affinity:
+        return None
+    numa_free = None
+    if settings.numa_free_memory_metric:
+        numa_free = world.telemetry.fresh(
+            int(time.time() * 1000),
+            settings.staleness_limit * 1000).get(
+                settings.numa_free_memory_metric)
+    return affinity.Refiner(world.pci_affinity, world.layouts,
+                            world.records, numa_free)
+
+
+def _metric_part(weigher, root, world, now_ms, staleness_ms):
+    """The host's value of the weigher's metric, how old it is and
+    whether it is too old to count (``stale``); no value: no age."""
+    values = world.telemetry.values.get(weigher.scorer['metric'])
+    value = values[1].get(root) if values is not None else None
+    if value is None:
+        return {'name': weigher.scorer['metric'], 'value': None,
+                'age_seconds': None, 'stale': None}
+    age_ms = now_ms - values[0]
+    return {'name': weigher.scorer['metric'], 'value': value,
+            'age_seconds': round(age_ms / 1000.0, 3),
+            'stale': age_ms > staleness_ms}
