@@ -7,8 +7,7 @@ from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.domain import models
 from tachyon_placement.policies import weigher as policies
 from tachyon_placement.schemas import weigher as schema
-from tachyon_placement.telemetry import metrics
-from tachyon_placement.weighing import cypher_text
+from tachyon_placement.usecases import weighers as weighing
 from tachyon_placement.weighing import model
 
 
@@ -47,39 +46,6 @@ def get_weigher(req):
     return wsgi.json_response(req, _documents(req, [weigher])[0])
 
 
-def _check_names(req, data):
-    """400 for what the weigher names that does not exist (it would score
-    nothing, silently): resource classes, traits, its metric (which must
-    name hosts or providers: a numa metric is for PCI-NUMA affinity)."""
-    scorer, match = data['scorer'], data.get('match') or {}
-    classes = set(match.get('resource_classes', ()))
-    if scorer['type'] == model.USAGE:
-        classes.add(scorer['resource_class'])
-    missing = req.store.resource_classes.missing(classes)
-    if missing:
-        raise errors.BadRequest('No such resource class %s.'
-                                % ', '.join(sorted(missing)))
-    traits = set(match.get('required_traits', ()))
-    if scorer['type'] == model.TRAITS:
-        traits |= set(scorer.get('prefer', ())) | set(scorer.get('avoid', ()))
-    missing = req.store.traits.missing(traits)
-    if missing:
-        raise errors.BadRequest('No such trait(s): %s.'
-                                % ', '.join(sorted(missing)))
-    if scorer['type'] == model.METRIC:
-        try:
-            metric = req.store.metrics.get(scorer['metric'])
-        except domain_errors.NotFound:
-            raise errors.BadRequest('No such metric %s: store it first '
-                                    '(PUT /tachyon/metrics/%s).' % (
-                                        scorer['metric'], scorer['metric']))
-        if metric.target == metrics.NUMA:
-            raise errors.BadRequest(
-                'Metric %s has target numa (values per NUMA node, for '
-                'PCI-NUMA affinity): a weigher scores hosts or providers.'
-                % metric.name)
-
-
 @tachyon.handler(accept=wsgi.JSON, content=wsgi.JSON,
                  uses=('metrics', 'resource_classes', 'scorers', 'traits',
                        'weighers'))
@@ -87,27 +53,12 @@ def put_weigher(req):
     req.context.can(policies.UPDATE)
     name = tachyon.name(req, 'weigher')
     data = req.json_body(schema.PUT)
-    match = data.get('match') or {}
-    if match.get('min_groups', 1) > match.get('max_groups', 1000):
-        raise errors.BadRequest('match: min_groups exceeds max_groups.')
-    _check_names(req, data)
-    if data['scorer']['type'] == model.CYPHER:
-        query = data['scorer']['query']
-        try:
-            cypher_text.check(query)
-        except cypher_text.Refused as exc:
-            raise errors.BadRequest('cypher scorer refused: %s' % exc)
-        try:
-            req.store.scorers.check(
-                query, model.ScorerBounds.from_conf(req.conf),
-                model.CYPHER_COLUMNS)
-        except domain_errors.Invalid as exc:
-            raise errors.BadRequest(exc.message)
-        # Stored again: a scorer disabled for breaking its bounds is
-        # given another chance.
-        req.store.scorers.enable_signal(model.cypher_signal(query))
-    return tachyon.stored(req, req.store.weighers.put,
-                          model.Weigher.from_document(name, data),
+    try:
+        weigher = weighing.checked(req.store, name, data,
+                                   model.ScorerBounds.from_conf(req.conf))
+    except domain_errors.Invalid as exc:
+        raise errors.BadRequest(exc.message)
+    return tachyon.stored(req, req.store.weighers.put, weigher,
                           data.get('generation'))
 
 

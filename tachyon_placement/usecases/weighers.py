@@ -1,0 +1,62 @@
+"""Storing a weigher: what its definition names checked against the graph
+and its Cypher scorer tried where it cannot hurt the serving engine,
+before the weighing room's model of it is stored."""
+from tachyon_placement.domain import errors
+from tachyon_placement.telemetry import metrics
+from tachyon_placement.weighing import cypher_text
+from tachyon_placement.weighing import model
+
+
+def checked(store, name, document, bounds):
+    """The model.Weigher of ``document`` (checked against its schema),
+    once what it names exists and its Cypher scorer, if any, is accepted
+    within ``bounds`` (model.ScorerBounds); errors.Invalid with the
+    message otherwise.  A Cypher scorer disabled for breaking its bounds
+    is given another chance."""
+    match = document.get('match') or {}
+    if match.get('min_groups', 1) > match.get('max_groups', 1000):
+        raise errors.Invalid('match: min_groups exceeds max_groups.')
+    _check_names(store, document)
+    if document['scorer']['type'] == model.CYPHER:
+        query = document['scorer']['query']
+        try:
+            cypher_text.check(query)
+        except cypher_text.Refused as exc:
+            raise errors.Invalid('cypher scorer refused: %s' % exc)
+        store.scorers.check(query, bounds, model.CYPHER_COLUMNS)
+        store.scorers.enable_signal(model.cypher_signal(query))
+    return model.Weigher.from_document(name, document)
+
+
+def _check_names(store, document):
+    """Invalid for what the weigher names that does not exist (it would
+    score nothing, silently): resource classes, traits, its metric (which
+    must name hosts or providers: a numa metric is for PCI-NUMA
+    affinity)."""
+    scorer, match = document['scorer'], document.get('match') or {}
+    classes = set(match.get('resource_classes', ()))
+    if scorer['type'] == model.USAGE:
+        classes.add(scorer['resource_class'])
+    missing = store.resource_classes.missing(classes)
+    if missing:
+        raise errors.Invalid('No such resource class %s.'
+                             % ', '.join(sorted(missing)))
+    traits = set(match.get('required_traits', ()))
+    if scorer['type'] == model.TRAITS:
+        traits |= set(scorer.get('prefer', ())) | set(scorer.get('avoid', ()))
+    missing = store.traits.missing(traits)
+    if missing:
+        raise errors.Invalid('No such trait(s): %s.'
+                             % ', '.join(sorted(missing)))
+    if scorer['type'] == model.METRIC:
+        try:
+            metric = store.metrics.get(scorer['metric'])
+        except errors.NotFound:
+            raise errors.Invalid('No such metric %s: store it first '
+                                 '(PUT /tachyon/metrics/%s).' % (
+                                     scorer['metric'], scorer['metric']))
+        if metric.target == metrics.NUMA:
+            raise errors.Invalid(
+                'Metric %s has target numa (values per NUMA node, for '
+                'PCI-NUMA affinity): a weigher scores hosts or providers.'
+                % metric.name)
