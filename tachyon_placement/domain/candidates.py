@@ -1,12 +1,14 @@
 """Allocation candidates: the search behind GET /allocation_candidates.
 
-Pure functions, no I/O.  The store proves which roots can anchor a
-candidate (``plan_probes``/``candidate_roots``), hands over a ``Snapshot``
-with the trees of the sharing providers reaching them and a function that
-loads more whole trees (providers with parent, root, traits, aggregates and
-inventories including usage); ``find_candidates`` visits the roots in
-order, loading their trees in batches as it goes, and finds the allocation
-requests exactly as Placement 16.0.0 defines them:
+Pure functions, no I/O.  The caller (usecases/candidates.py, over the
+process's copy of the graph, world/candidates.py) proves which roots can
+anchor a candidate (``plan_probes``/``candidate_roots``), hands over a
+``Snapshot`` with the trees of the sharing providers reaching them and a
+function that loads more whole trees (providers with parent, root,
+traits, aggregates and inventories including usage); ``find_candidates``
+visits the roots in order, loading their trees in batches as it goes,
+and finds the allocation requests exactly as Placement 16.0.0 defines
+them:
 
 * A request is a list of ``RequestGroup``.  The unsuffixed group may spread
   its resources over the providers of one tree plus the sharing providers
@@ -43,6 +45,12 @@ from everything it generated.  Here roots and choices are visited in random
 order and, with a limit, roots are interleaved (one candidate each in turn)
 so the answer spreads over hosts as a sample would, without generating
 what will not be returned.
+
+Why one module of some 1,600 lines: the sections below (request, snapshot,
+results, slots, the anchor search, probes, checks) share private types and
+memo rules (a slot's signature keys what a provider fits, a probe's result
+is a set whose identity keys SET_OPERATIONS); apart, each would reach into
+the others' internals.  Read it from ``find_candidates``.
 """
 import collections
 import dataclasses

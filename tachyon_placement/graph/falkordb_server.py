@@ -27,6 +27,11 @@ Files in ``data_dir``: ``server.lock``, ``server.pid`` ("<pid> <start
 time>"), ``clients/``, ``falkordb.log``, ``appendonlydir/`` (the data),
 ``falkordb.sock`` (or ``socket.path`` naming a short socket path under
 /tmp when ``data_dir`` is too deep for a unix socket path).
+
+One module of some 850 lines: starting, adopting, reviving, registering
+and stopping are steps of one protocol over the same lock and files, and
+each step's failure handling (a stale pid, a hung first query, a socket
+path too long) needs the others' invariants at hand.
 """
 
 import atexit
