@@ -1,5 +1,6 @@
 """The WSGI application and its middleware stack."""
 import functools
+import time
 
 from microversion_parse import middleware as mp_middleware
 from oslo_context import context as oslo_context
@@ -17,6 +18,8 @@ from tachyon_placement.api import microversion
 from tachyon_placement.api import routes as route_table
 from tachyon_placement.api import wsgi
 from tachyon_placement.domain import conflicts
+from tachyon_placement.monitoring import metrics
+from tachyon_placement.monitoring import middleware as monitoring_middleware
 
 LOG = logging.getLogger(__name__)
 
@@ -60,9 +63,12 @@ class PlacementApp:
             raise errors.BadRequest(
                 'content-length header must be an integer')
         inputs.check_path(environ)
-        match = self.mapper.match(environ=environ)
-        if match is None:
+        matched = self.mapper.routematch(environ=environ)
+        if matched is None:
             raise errors.NotFound(None)
+        match, route = matched
+        # The route's template (never a uuid): the metrics' label.
+        environ[wsgi.ENV_ROUTE] = route.routepath
         func = match.pop('action')
         if func is None:
             # Rendered here, not raised: Placement's 405 carries Vary.
@@ -107,6 +113,7 @@ class RequestLog(request_id.RequestId):
 
     @webob.dec.wsgify
     def __call__(self, req):
+        started = time.monotonic()
         self.set_global_req_id(req)
         ctx = oslo_context.RequestContext.from_environ(req.environ)
         req.environ[request_id.ENV_REQUEST_ID] = ctx.request_id
@@ -118,13 +125,19 @@ class RequestLog(request_id.RequestId):
                 self.compat_headers):
             if header not in response.headers:
                 response.headers.add(header, ctx.request_id)
+        # Placement's line, then the time taken (seconds; to the first
+        # byte of a stream): what Placement's operators parse still
+        # parses.
         LOG.info('%(addr)s "%(method)s %(uri)s" status: %(status)s '
-                 'len: %(len)s microversion: %(version)s',
+                 'len: %(len)s microversion: %(version)s time: %(time).6f',
                  {'addr': req.remote_addr or '-', 'method': req.method,
                   'uri': _uri(req.environ), 'status': response.status_code,
                   'len': response.content_length,
                   'version': req.environ.get(
-                      microversion.MICROVERSION_ENVIRON, '-')})
+                      microversion.TACHYON_ENVIRON,
+                      req.environ.get(microversion.MICROVERSION_ENVIRON,
+                                      '-')),
+                  'time': time.monotonic() - started})
         return response
 
 
@@ -236,11 +249,23 @@ def build_stack(conf, store, enforcer):
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         proxy_middleware = functools.partial(
             oslo_middleware.HTTPProxyToWSGI, conf=conf)
+    request_metrics = None
+    if conf.metrics.enabled:
+        metrics.enable()
+        request_metrics = functools.partial(
+            monitoring_middleware.RequestMetrics,
+            route_key=wsgi.ENV_ROUTE,
+            # A Tachyon route's own version first (explain also sets
+            # Placement's, to search as the latest microversion).
+            version_keys=(microversion.TACHYON_ENVIRON,
+                          microversion.MICROVERSION_ENVIRON),
+            code_key=wsgi.ENV_ERROR_CODE)
     layers = (
         FaultWrapper,
         lambda app: auth.ContextMiddleware(app, enforcer, conf),
         auth_middleware,
         cors_middleware,
+        request_metrics,
         RequestLog,
         proxy_middleware,
         ForgetRequest,

@@ -10,6 +10,7 @@ from tachyon_placement.api.handlers import changes
 from tachyon_placement.api.handlers import explain
 from tachyon_placement.api.handlers import inventory
 from tachyon_placement.api.handlers import metric
+from tachyon_placement.api.handlers import monitoring
 from tachyon_placement.api.handlers import pci_affinity
 from tachyon_placement.api.handlers import reshaper
 from tachyon_placement.api.handlers import resource_class
@@ -116,6 +117,9 @@ TACHYON_ROUTES = {
     },
     '/tachyon/explain/allocation_candidates': {
         'GET': explain.explain_candidates,
+    },
+    '/tachyon/monitoring/metrics': {
+        'GET': monitoring.get_metrics,
     },
     '/tachyon/metrics': {
         'GET': metric.list_metrics,

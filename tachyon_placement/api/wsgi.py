@@ -24,6 +24,8 @@ from tachyon_placement.api import microversion
 ENV_ERROR_CODE = 'placement.error_code'
 ENV_CONTEXT = 'placement.context'
 ENV_APP = 'tachyon.app'
+# The template of the route a request matched (for the metrics).
+ENV_ROUTE = 'tachyon.route'
 ENV_QUERY_CHECKED = 'tachyon.query_checked'
 # The StoreView of the stores the handler serving the request named
 # (handler's ``uses``).

@@ -25,6 +25,7 @@ from tachyon_placement.api import wsgi
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
 from tachyon_placement.feed import server as feed_server
+from tachyon_placement.monitoring import metrics
 from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
@@ -158,6 +159,8 @@ def main(argv=None):
         sys.argv[1:] if argv is None else argv, cli_opts)
     malloc_arenas.cap()
     application = deploy.loadapp(conf)
+    if conf.metrics.enabled and conf.metrics.listen_port:
+        metrics.serve(conf.metrics.listen_host, conf.metrics.listen_port)
     server = simple_server.make_server(
         conf.host, conf.port, application,
         server_class=ThreadingWSGIServer, handler_class=QuietHandler)

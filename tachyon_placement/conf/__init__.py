@@ -15,6 +15,7 @@ from oslo_policy import opts as policy_opts
 from tachyon_placement.conf import api
 from tachyon_placement.conf import changes
 from tachyon_placement.conf import graph
+from tachyon_placement.conf import metrics
 from tachyon_placement.conf import placement
 from tachyon_placement.conf import telemetry
 from tachyon_placement.conf import weighing
@@ -24,6 +25,7 @@ def register_opts(conf):
     api.register_opts(conf)
     changes.register_opts(conf)
     graph.register_opts(conf)
+    metrics.register_opts(conf)
     placement.register_opts(conf)
     telemetry.register_opts(conf)
     weighing.register_opts(conf)

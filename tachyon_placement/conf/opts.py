@@ -2,6 +2,7 @@
 from tachyon_placement.conf import api
 from tachyon_placement.conf import changes
 from tachyon_placement.conf import graph
+from tachyon_placement.conf import metrics
 from tachyon_placement.conf import placement
 from tachyon_placement.conf import telemetry
 from tachyon_placement.conf import weighing
@@ -9,7 +10,8 @@ from tachyon_placement.conf import weighing
 
 def list_opts():
     opts = {}
-    for module in (api, changes, graph, placement, telemetry, weighing):
+    for module in (api, changes, graph, metrics, placement, telemetry,
+                   weighing):
         for group, group_opts in module.list_opts().items():
             opts[group] = group_opts
     return [(group, items) for group, items in opts.items()]

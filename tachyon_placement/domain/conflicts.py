@@ -66,6 +66,8 @@ class ConflictRetries:
     max_ceiling: float = MAX_CEILING
     sleep: object = time.sleep
     uniform: object = random.random
+    # Called before each attempt after the first (a metric counts them).
+    on_retry: object = None
 
     def pause_ceiling(self, retry):
         """Longest wait before retry number ``retry`` (1 for the second
@@ -77,6 +79,8 @@ class ConflictRetries:
         first; the caller stops iterating when its write went through."""
         for attempt in range(max(self.attempts, 1)):
             if attempt:
+                if self.on_retry is not None:
+                    self.on_retry()
                 self.sleep(self.uniform() * self.pause_ceiling(attempt))
             yield attempt
 

@@ -9,6 +9,7 @@ alone and in order (FalkorDB) rely on their guarded statements instead.
 import contextlib
 
 from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.monitoring import metrics
 
 
 class GraphError(Exception):
@@ -33,6 +34,22 @@ class Section:
 
     def __init__(self):
         self.rolled_back = False
+
+
+def counted(dialect, kind, run, *args):
+    """``run(*args)``, one round trip to the engine ``dialect`` of
+    ``kind`` (read or write) for the metrics; failed unless it answered
+    (a ConstraintViolation is an answer)."""
+    try:
+        result = run(*args)
+    except ConstraintViolation:
+        metrics.engine_call(dialect, kind)
+        raise
+    except Exception:
+        metrics.engine_call(dialect, kind, failed=True)
+        raise
+    metrics.engine_call(dialect, kind)
+    return result
 
 
 class Engine:

@@ -32,6 +32,7 @@ from tachyon_placement.graph import engine
 from tachyon_placement.graph import local_locks as local_locks_module
 from tachyon_placement.graph import schema
 from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.monitoring import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ class FalkorDBEngine(engine.Engine):
             # may or may not have been applied before the connection broke,
             # so it is reported, not repeated.
             self._revive()
+            metrics.engine_reconnect(self.dialect)
             if not read_only:
                 raise engine.GraphError(
                     '%s: connection to the graph engine was lost'
@@ -221,10 +223,12 @@ class FalkorDBEngine(engine.Engine):
         return sock
 
     def read(self, statement, **params):
-        return self._run(statement, params, read_only=True)
+        return engine.counted(self.dialect, 'read', self._run, statement,
+                              params, True)
 
     def write(self, statement, **params):
-        return self._run(statement, params, read_only=False)
+        return engine.counted(self.dialect, 'write', self._run, statement,
+                              params, False)
 
     def ensure_schema(self):
         """Create what is missing, drop what is obsolete, and nothing

@@ -225,10 +225,12 @@ class Neo4jEngine(engine.Engine):
             copy.close()
 
     def read(self, statement, **params):
-        return self._run(statement, params, read_only=True)
+        return engine.counted(self.dialect, 'read', self._run, statement,
+                              params, True)
 
     def write(self, statement, **params):
-        return self._run(statement, params, read_only=False)
+        return engine.counted(self.dialect, 'write', self._run, statement,
+                              params, False)
 
     def ensure_schema(self):
         for statement in schema.DROP_OBSOLETE + schema.SCHEMA:

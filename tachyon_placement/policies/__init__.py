@@ -13,6 +13,7 @@ from tachyon_placement.policies import changes
 from tachyon_placement.policies import explain
 from tachyon_placement.policies import inventory
 from tachyon_placement.policies import metric
+from tachyon_placement.policies import monitoring
 from tachyon_placement.policies import pci_affinity
 from tachyon_placement.policies import reshaper
 from tachyon_placement.policies import resource_class
@@ -44,6 +45,7 @@ _TACHYON_MODULES = (
     topology,
     pci_affinity,
     changes,
+    monitoring,
 )
 
 

@@ -13,6 +13,7 @@ import random
 import time
 
 from tachyon_placement.domain import candidates as domain
+from tachyon_placement.monitoring import metrics
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import model as weighing_model
 from tachyon_placement.weighing import ranking
@@ -109,6 +110,16 @@ def request_summary(groups, wide):
 
 
 def _search(store, reader, groups, wide, settings):
+    """The search, timed for the metrics."""
+    started = time.monotonic()
+    result, weighed = _searched(store, reader, groups, wide, settings)
+    metrics.candidate_search(weighed, time.monotonic() - started,
+                             len(result.allocation_requests))
+    return result
+
+
+def _searched(store, reader, groups, wide, settings):
+    """(domain.Candidates, whether weighers ordered them)."""
     classes = {rc for group in groups for rc in group.resources}
     traits = set(wide.root_required) | set(wide.root_forbidden)
     for group in groups:
@@ -148,7 +159,7 @@ def _search(store, reader, groups, wide, settings):
                                   rows, bounds)
     roots = domain.candidate_roots(probes, rows, bounds) if viable else None
     if not roots:
-        return domain.empty()
+        return domain.empty(), False
     # Visit the roots oldest first (Placement's order), or best first
     # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
@@ -163,7 +174,8 @@ def _search(store, reader, groups, wide, settings):
             nested_aware=settings.nested_aware,
             option_key=ranked.option_key() if ranked else None,
             refiner=_affinity_refiner(world, settings)),
-        in_tree_roots=in_tree_roots, anchors=anchors, load=load)
+        in_tree_roots=in_tree_roots, anchors=anchors,
+        load=load), ranked is not None
 
 
 def _ranking(world, request, staleness_limit):

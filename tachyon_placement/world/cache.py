@@ -12,6 +12,7 @@ from oslo_log import log as logging
 
 from tachyon_placement.domain import allocations as domain_allocations
 from tachyon_placement.graph import versioning
+from tachyon_placement.monitoring import metrics
 from tachyon_placement.topology import affinity
 from tachyon_placement.world import records as provider_records
 from tachyon_placement.world import world as world_module
@@ -111,8 +112,14 @@ class WorldCache:
         lock) and tell the listeners."""
         previous = self._world
         since = previous.complete if previous is not None else None
+        started = time.monotonic()
         world, changed, gone = self._evolved(world, stamps, caught_up,
                                              settled)
+        metrics.world_refreshed(
+            'reloaded' if changed is None else 'patched',
+            time.monotonic() - started,
+            stamps.version - previous.version if previous else 0,
+            world.version, len(world.records))
         hosts = self._see_stamps(world, previous, stamps)
         self._world = world
         for listener in self.listeners:

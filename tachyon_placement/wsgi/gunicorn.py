@@ -11,15 +11,59 @@ many or too long headers: 431 or 400, a garbled request: 400) come in
 Placement's JSON error shape with a request id, like the application's,
 instead of gunicorn's HTML page: clients parse them as any other error.
 """
+import os
+import shutil
+import tempfile
+
 from gunicorn.workers import gthread
 
 from tachyon_placement.api import wsgi
+from tachyon_placement.monitoring import metrics
 
 # gunicorn configuration (this module is also its -c file).
 bind = ['127.0.0.1:8778']
 workers = 2
 threads = 4
 worker_class = 'tachyon_placement.wsgi.gunicorn.ThreadWorker'
+
+# The metrics of every worker, summed ([metrics] enabled): each worker
+# writes its values under PROMETHEUS_MULTIPROC_DIR (prometheus-client's
+# multiprocess mode, chosen before any metric exists: here, in the master,
+# before a worker forks), a private directory made for this server unless
+# the operator set one.
+_made_metrics_dir = []
+
+
+def on_starting(server):
+    if not os.environ.get(metrics.MULTIPROC_ENV):
+        path = tempfile.mkdtemp(prefix='tachyon-metrics-')
+        os.environ[metrics.MULTIPROC_ENV] = path
+        _made_metrics_dir.append(path)
+
+
+def when_ready(server):
+    """[metrics] listen_port: the master answers scrapes with every
+    worker's values (a worker's port would show its own only)."""
+    from tachyon_placement import conf as tachyon_conf
+    from tachyon_placement.wsgi import api as wsgi_api
+    conf = tachyon_conf.new_conf(
+        default_config_files=wsgi_api.config_files())
+    if conf.metrics.enabled and conf.metrics.listen_port:
+        metrics.serve(conf.metrics.listen_host, conf.metrics.listen_port)
+        server.log.info('Metrics served on http://%s:%d/',
+                        conf.metrics.listen_host, conf.metrics.listen_port)
+
+
+def child_exit(server, worker):
+    # A gone worker's gauges leave the sums ("live" modes).
+    if metrics.multiprocess():
+        from prometheus_client import multiprocess
+        multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    for path in _made_metrics_dir:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class _Captured:

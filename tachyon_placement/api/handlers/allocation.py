@@ -10,6 +10,7 @@ from tachyon_placement.api import wsgi
 from tachyon_placement.domain import allocations as domain
 from tachyon_placement.domain import conflicts
 from tachyon_placement.domain import errors as domain_errors
+from tachyon_placement.monitoring import metrics
 from tachyon_placement.policies import allocation as policies
 from tachyon_placement.schemas import allocation as schema
 from tachyon_placement.schemas import by_version
@@ -79,7 +80,7 @@ def consumer_request(req, consumer_uuid, data):
 def conflict_retries(req):
     return conflicts.ConflictRetries(
         req.conf.placement.allocation_conflict_retry_count,
-        lanes=req.app.write_lanes)
+        lanes=req.app.write_lanes, on_retry=metrics.write_retried)
 
 
 def _apply(req, requests, client_generations, unknown_class_message):

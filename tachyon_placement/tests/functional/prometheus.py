@@ -1,11 +1,13 @@
 """A real Prometheus (Debian's package, /usr/bin/prometheus) scraping an
 exporter the test controls (prometheus-client serving per-host gauges),
 for the telemetry tests."""
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import prometheus_client
@@ -102,7 +104,10 @@ class Exporter:
 
 
 class Prometheus(_LoopbackServer):
-    def __init__(self, workdir, exporter_port):
+    """Scraping the exporter on ``exporter_port`` every SCRAPE_SECONDS as
+    job ``job``."""
+
+    def __init__(self, workdir, exporter_port, job='hosts'):
         self.binary = shutil.which('prometheus')
         if self.binary is None:
             pytest.skip('no prometheus binary (Debian package prometheus; '
@@ -117,13 +122,13 @@ class Prometheus(_LoopbackServer):
                 '  scrape_interval: %ds\n'
                 '  evaluation_interval: %ds\n'
                 'scrape_configs:\n'
-                '  - job_name: hosts\n'
+                '  - job_name: %s\n'
                 # The exporter speaks for several hosts: keep its
                 # instance labels (as for a Pushgateway or federation).
                 '    honor_labels: true\n'
                 '    static_configs:\n'
                 "      - targets: ['127.0.0.1:%d']\n"
-                % (SCRAPE_SECONDS, SCRAPE_SECONDS, exporter_port))
+                % (SCRAPE_SECONDS, SCRAPE_SECONDS, job, exporter_port))
         self.process = None
 
     def start(self):
@@ -134,6 +139,16 @@ class Prometheus(_LoopbackServer):
             os.path.join(self.workdir, 'prometheus.log'),
             self.url + '/-/ready')
         return self
+
+    def query(self, promql):
+        """The instant vector ``promql`` gives now: [(labels, value)]."""
+        url = '%s/api/v1/query?%s' % (self.url, urllib.parse.urlencode(
+            {'query': promql}))
+        with urllib.request.urlopen(url, timeout=10) as response:
+            answer = json.load(response)
+        assert answer['status'] == 'success', answer
+        return [(item['metric'], float(item['value'][1]))
+                for item in answer['data']['result']]
 
 
 # Serves Aetos's WSGI application (argv: config file, port).

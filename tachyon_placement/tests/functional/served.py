@@ -115,6 +115,60 @@ class ServedPlacement:
                             service)
 
 
+class ServedGunicorn:
+    """The API under gunicorn with Tachyon's configuration module (the
+    ``[server]`` extra), ``workers`` processes, on the suite's engine;
+    ``extra_conf`` goes into its placement.conf, ``env`` into gunicorn's
+    environment."""
+
+    def __init__(self, workdir, workers=1, extra_conf='', env=None):
+        self.config = ServedPlacement(workdir, extra_conf=extra_conf)
+        self.port = free_port()
+        self.process = None
+        self.workers = workers
+        self.env = env or {}
+        self.workdir = str(workdir)
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.port
+
+    def start(self, timeout=60):
+        env = dict(os.environ, TACHYON_CONFIG_FILE=self.config.config,
+                   **self.env)
+        log = open(os.path.join(self.workdir, 'gunicorn.log'), 'ab')
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'gunicorn', '-c',
+             'python:tachyon_placement.wsgi.gunicorn', '--bind',
+             '127.0.0.1:%d' % self.port, '--workers', str(self.workers),
+             'tachyon_placement.wsgi.api:application'],
+            env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError('gunicorn exited: %s' % self.log_tail())
+            try:
+                with socket.create_connection(('127.0.0.1', self.port),
+                                              timeout=2):
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError('gunicorn did not start: %s' % self.log_tail())
+
+    def request(self, method, path, body=None, version='latest',
+                token='admin', service='placement'):
+        return json_request(self.url, method, path, body, version, token,
+                            service)
+
+    def log_tail(self):
+        with open(os.path.join(self.workdir, 'gunicorn.log'), 'rb') as log:
+            return log.read()[-3000:].decode('utf-8', 'replace')
+
+    def stop(self):
+        _stop(self.process, None, self.log_tail)
+        self.config.stop()
+
+
 def _stop(process, sig, log_tail, timeout=30):
     """Stop ``process`` with ``sig`` (SIGTERM by default); one that is
     still there after ``timeout`` seconds is killed, and the failure says

@@ -19,9 +19,6 @@ import json
 import os
 import re
 import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 
 import hypothesis
@@ -462,47 +459,9 @@ def test_generated_hostile_requests(api):
     assert status == 200, body
 
 
-class GunicornServed:
-    """The API under gunicorn with Tachyon's configuration module (the
-    ``[server]`` extra): its own errors must come in Placement's shape
-    too."""
-
-    def __init__(self, workdir):
-        self.config = served.ServedPlacement(workdir)
-        self.port = served.free_port()
-        self.process = None
-        self.workdir = str(workdir)
-
-    def start(self, timeout=60):
-        env = dict(os.environ, TACHYON_CONFIG_FILE=self.config.config)
-        self.log = open(os.path.join(self.workdir, 'gunicorn.log'), 'ab')
-        self.process = subprocess.Popen(
-            [sys.executable, '-m', 'gunicorn', '-c',
-             'python:tachyon_placement.wsgi.gunicorn', '--bind',
-             '127.0.0.1:%d' % self.port, '--workers', '1',
-             'tachyon_placement.wsgi.api:application'],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, 'gunicorn exited'
-            try:
-                with socket.create_connection(('127.0.0.1', self.port),
-                                              timeout=2):
-                    return self
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError('gunicorn did not start')
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(30)
-        self.config.stop()
-
-
 @pytest.fixture(scope='module')
 def gunicorn_api(tmp_path_factory):
-    api = GunicornServed(tmp_path_factory.mktemp('gunicorn')).start()
+    api = served.ServedGunicorn(tmp_path_factory.mktemp('gunicorn')).start()
     yield api
     api.stop()
 

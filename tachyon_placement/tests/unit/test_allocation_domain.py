@@ -270,3 +270,13 @@ def test_what_is_no_claim_or_fails_as_one_goes_the_locked_way():
     assert applied(FakeStore(0), {'rp': {'VCPU': 1}}) == (0, 1)
     assert applied(FakeStore(0, {}), {'rp': {'VCPU': 1}}) == (0, 1)
     assert applied(FakeStore(0, held), {}) == (0, 1)
+
+
+def test_each_retry_is_told_before_it_waits():
+    told = []
+    attempts = conflicts.ConflictRetries(
+        3, sleep=lambda seconds: told.append('slept'), uniform=lambda: 0.5,
+        on_retry=lambda: told.append('retry'))
+    domain.apply(FakeStore(conflicts=2), [request('c', {'rp': {'VCPU': 1}})],
+                 attempts)
+    assert told == ['retry', 'slept', 'retry', 'slept']

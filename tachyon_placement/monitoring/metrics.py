@@ -1,0 +1,205 @@
+"""Tachyon's Prometheus metrics (prometheus-client).
+
+Nothing is recorded until ``enable()`` (deploy.loadapp, when ``[metrics]
+enabled``): each recording function below then costs one label lookup
+and one add; before, one ``None`` test.  prometheus-client is imported
+only then, so that its multiprocess mode can be chosen first.
+
+Under gunicorn every worker is a process of its own: with
+``PROMETHEUS_MULTIPROC_DIR`` set (tachyon_placement.wsgi.gunicorn sets
+it up, a private directory per server) each worker writes its values
+there and ``exposition()``, from any worker, sums them all (counters and
+histograms summed, gauges as each metric says: ``livemax`` the largest
+of the live workers, ``livesum`` their sum).
+
+Labels are low-cardinality only: a route's template (never a uuid), a
+method, a status, a microversion, an error code, an engine, an operator's
+metric or weigher name.
+"""
+import os
+import threading
+
+MULTIPROC_ENV = 'PROMETHEUS_MULTIPROC_DIR'
+
+# Seconds: requests and candidate searches from a millisecond (a cached
+# read) to the 60 s a client gives up at.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                   0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# Candidates in one answer (Nova asks for up to 1,000).
+COUNT_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000)
+# Seconds a refresh of the copy of the graph takes (one read to a reload).
+REFRESH_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                   0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+_lock = threading.Lock()
+_recorder = None    # the process's _Recorder once enabled
+
+
+class _Recorder:
+    """The metric objects, made once per process."""
+
+    def __init__(self):
+        import prometheus_client as prom
+
+        def gauge(name, text, labels=(), mode='livemax'):
+            return prom.Gauge(name, text, labels, multiprocess_mode=mode)
+
+        self.requests = prom.Counter(
+            'tachyon_http_requests_total',
+            'HTTP requests answered, by route template, method, status and '
+            'microversion (Placement\'s, or Tachyon\'s own under /tachyon).',
+            ('route', 'method', 'status', 'microversion'))
+        self.request_seconds = prom.Histogram(
+            'tachyon_http_request_duration_seconds',
+            'Time to answer an HTTP request (to its first byte for a '
+            'stream), by route template, method, status and microversion.',
+            ('route', 'method', 'status', 'microversion'),
+            buckets=LATENCY_BUCKETS)
+        self.errors = prom.Counter(
+            'tachyon_http_errors_total',
+            'Error answers by route template, status and error code (a '
+            '409 placement.concurrent_update is a generation conflict the '
+            'client retries).',
+            ('route', 'status', 'code'))
+        self.searches = prom.Histogram(
+            'tachyon_candidate_search_duration_seconds',
+            'Time of an allocation candidate search (GET '
+            '/allocation_candidates and explain), weighed or in '
+            'Placement\'s order.', ('weighed',), buckets=LATENCY_BUCKETS)
+        self.candidates = prom.Histogram(
+            'tachyon_candidates_returned',
+            'Allocation requests a candidate search returned.',
+            ('weighed',), buckets=COUNT_BUCKETS)
+        self.world_refresh = prom.Histogram(
+            'tachyon_world_refresh_duration_seconds',
+            'Time to move the process\'s copy of the graph to the '
+            'engine\'s version (patched, or read anew).', ('kind',),
+            buckets=REFRESH_BUCKETS)
+        self.world_lag = gauge(
+            'tachyon_world_version_lag',
+            'Graph versions the copy of the graph was behind the engine '
+            'when last refreshed (the largest among live workers).')
+        self.world_version = gauge(
+            'tachyon_world_version',
+            'Graph version of the process\'s copy of the graph.')
+        self.world_providers = gauge(
+            'tachyon_world_providers',
+            'Resource providers the process\'s copy of the graph holds.')
+        self.engine_calls = prom.Counter(
+            'tachyon_engine_round_trips_total',
+            'Statements sent to the graph engine, by engine and kind '
+            '(read or write).', ('engine', 'kind'))
+        self.engine_errors = prom.Counter(
+            'tachyon_engine_errors_total',
+            'Statements the graph engine failed (unreachable, refused, '
+            'timed out), by engine and kind.', ('engine', 'kind'))
+        self.engine_reconnects = prom.Counter(
+            'tachyon_engine_reconnects_total',
+            'New connections to the graph engine after a failed one.',
+            ('engine',))
+        self.write_retries = prom.Counter(
+            'tachyon_allocation_write_retries_total',
+            'Allocation or reshape write attempts made again after a '
+            'provider or consumer changed under them.')
+
+    def request(self, route, method, status, microversion, seconds,
+                code=None):
+        labels = (route, method, str(status), microversion)
+        self.requests.labels(*labels).inc()
+        self.request_seconds.labels(*labels).observe(seconds)
+        if status >= 400:
+            self.errors.labels(route, str(status), code or 'none').inc()
+
+
+def enable():
+    """Record from now on (idempotent)."""
+    global _recorder
+    with _lock:
+        if _recorder is None:
+            _recorder = _Recorder()
+
+
+def enabled():
+    return _recorder is not None
+
+
+def multiprocess():
+    """Whether the values of every worker of a server are summed (see the
+    module's docstring)."""
+    return bool(os.environ.get(MULTIPROC_ENV))
+
+
+def _registry():
+    """The registry to read: every worker's values in multiprocess mode,
+    else this process's."""
+    import prometheus_client as prom
+    from prometheus_client import multiprocess as prom_multiprocess
+    if multiprocess():
+        registry = prom.CollectorRegistry()
+        prom_multiprocess.MultiProcessCollector(registry)
+        return registry
+    return prom.REGISTRY
+
+
+def exposition():
+    """(content type, body) of every metric of this server, in
+    Prometheus' text format."""
+    import prometheus_client as prom
+    return prom.CONTENT_TYPE_LATEST, prom.generate_latest(_registry())
+
+
+def serve(host, port):
+    """Answer scrapes on ``host``:``port`` (any path, no authentication)
+    from a thread of this process; the HTTP server."""
+    import prometheus_client as prom
+    server, _thread = prom.start_http_server(port, addr=host,
+                                             registry=_registry())
+    return server
+
+
+# -- recording: no-ops until enable() -----------------------------------
+
+def request(route, method, status, microversion, seconds, code=None):
+    recorder = _recorder
+    if recorder is not None:
+        recorder.request(route, method, status, microversion, seconds, code)
+
+
+def candidate_search(weighed, seconds, returned):
+    recorder = _recorder
+    if recorder is not None:
+        label = 'true' if weighed else 'false'
+        recorder.searches.labels(label).observe(seconds)
+        recorder.candidates.labels(label).observe(returned)
+
+
+def world_refreshed(kind, seconds, lag, version, providers):
+    """The copy of the graph moved (``kind``: patched or reloaded) in
+    ``seconds`` from ``lag`` versions behind, to ``version`` with
+    ``providers``."""
+    recorder = _recorder
+    if recorder is not None:
+        recorder.world_refresh.labels(kind).observe(seconds)
+        recorder.world_lag.set(lag)
+        recorder.world_version.set(version)
+        recorder.world_providers.set(providers)
+
+
+def engine_call(engine, kind, failed=False):
+    recorder = _recorder
+    if recorder is not None:
+        recorder.engine_calls.labels(engine, kind).inc()
+        if failed:
+            recorder.engine_errors.labels(engine, kind).inc()
+
+
+def engine_reconnect(engine):
+    recorder = _recorder
+    if recorder is not None:
+        recorder.engine_reconnects.labels(engine).inc()
+
+
+def write_retried():
+    recorder = _recorder
+    if recorder is not None:
+        recorder.write_retries.inc()

@@ -1,0 +1,166 @@
+"""Tachyon's Prometheus metrics, scraped by a real Prometheus (Debian's
+package) from the API under gunicorn with two workers, on the suite's
+engine: the series a workload moved, every worker counted."""
+import concurrent.futures
+import glob
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+
+from tachyon_placement.tests.functional.fixtures import engine as engines
+from tachyon_placement.tests.functional import prometheus
+from tachyon_placement.tests.functional import served
+
+CONSUMER = '5ee0c0de-0000-4000-8000-00000000c001'
+PROJECT = uuid.uuid4().hex
+USER = uuid.uuid4().hex
+
+
+def _ok(result, *statuses):
+    status, body = result
+    assert status in (statuses or (200, 201, 204)), (status, body)
+    return body
+
+
+def _scrape(base, token='admin', accept='text/plain'):
+    """(status, Content-Type, text) of GET /tachyon/monitoring/metrics."""
+    request = urllib.request.Request(base + '/tachyon/monitoring/metrics')
+    if token:
+        request.add_header('x-auth-token', token)
+    request.add_header('accept', accept)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return (response.status, response.headers['Content-Type'],
+                    response.read().decode())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers['Content-Type'], exc.read().decode()
+
+
+def test_the_route_answers_404_while_metrics_are_off(api):
+    status, content_type, text = _scrape(api.url)
+    assert status == 404, text
+    assert content_type == 'application/json'
+    assert '[metrics] enabled' in json.loads(text)['errors'][0]['detail']
+
+
+@pytest.fixture
+def metrics_api(tmp_path):
+    """gunicorn, 2 workers, metrics on and served by the master on a port
+    of their own; the multiprocess directory the test can look into."""
+    port = served.free_port()
+    values = tmp_path / 'metrics'
+    values.mkdir()
+    api = served.ServedGunicorn(
+        tmp_path / 'api', workers=2,
+        extra_conf='\n[metrics]\nenabled = true\nlisten_port = %d\n' % port,
+        env={'PROMETHEUS_MULTIPROC_DIR': str(values)})
+    api.metrics_port = port
+    api.values = str(values)
+    api.start()
+    yield api
+    api.stop()
+
+
+def _writers(values):
+    """The pids of the workers that wrote counters (prometheus-client's
+    multiprocess files: counter_<pid>.db)."""
+    return {re.search(r'_(\d+)\.db$', path).group(1)
+            for path in glob.glob(os.path.join(values, 'counter_*.db'))}
+
+
+def _eventually(prom, promql, expected, timeout=30):
+    """The value of ``promql`` once it equals ``expected`` (Prometheus
+    scrapes every SCRAPE_SECONDS); the last one seen otherwise."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        found = prom.query(promql)
+        value = found[0][1] if found else None
+        if value == expected:
+            return value
+        time.sleep(0.5)
+    return value
+
+
+def test_prometheus_scrapes_what_every_worker_counted(metrics_api, tmp_path):
+    api = metrics_api
+    rp = _ok(api.request('POST', '/resource_providers',
+                         {'name': 'metrics-cn1'}), 200)['uuid']
+    _ok(api.request('PUT', '/resource_providers/%s/inventories' % rp, {
+        'resource_provider_generation': 0,
+        'inventories': {'VCPU': {'total': 64}}}), 200)
+
+    def search(_n):
+        return api.request('GET', '/allocation_candidates?resources=VCPU:1')
+
+    # Searches from several connections at once, at least 40 and until
+    # both workers have answered requests (each worker builds its
+    # application, and so starts recording, on its first request).
+    searches = 0
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        while searches < 40 or (len(_writers(api.values)) < 2
+                                and searches < 800):
+            for result in pool.map(search, range(8)):
+                assert len(_ok(result)['allocation_requests']) == 1
+            searches += 8
+    assert len(_writers(api.values)) == 2, 'one worker answered everything'
+
+    claim = {'allocations': {rp: {'resources': {'VCPU': 2}}},
+             'project_id': PROJECT, 'user_id': USER,
+             'consumer_generation': None, 'consumer_type': 'INSTANCE'}
+    _ok(api.request('PUT', '/allocations/%s' % CONSUMER, claim), 204)
+    # The same claim again: the consumer exists now, a conflict.
+    status, body = api.request('PUT', '/allocations/%s' % CONSUMER, claim)
+    assert status == 409, body
+    assert body['errors'][0]['code'] == 'placement.concurrent_update'
+
+    prom = prometheus.Prometheus(tmp_path / 'prometheus', api.metrics_port,
+                                 job='tachyon').start()
+    try:
+        # Every search counted once, whichever worker answered it.
+        assert _eventually(prom, 'sum(tachyon_http_requests_total{'
+                           'route="/allocation_candidates",method="GET",'
+                           'status="200",microversion="1.39"})',
+                           searches) == searches
+        assert _eventually(
+            prom, 'sum(tachyon_candidate_search_duration_seconds_count)',
+            searches) == searches
+        assert _eventually(
+            prom, 'sum(tachyon_candidates_returned_sum)',
+            searches) == searches
+        assert _eventually(prom, 'sum(tachyon_http_errors_total{'
+                           'route="/allocations/{consumer_uuid}",'
+                           'status="409",'
+                           'code="placement.concurrent_update"})', 1) == 1
+        # The route's template, never the uuid.
+        assert not prom.query('tachyon_http_requests_total{route=~".*%s.*"}'
+                              % rp)
+        assert _eventually(prom, 'max(tachyon_world_providers)', 1) == 1
+        writes = prom.query('sum(tachyon_engine_round_trips_total{'
+                            'engine="%s",kind="write"})' % engines.NAME)
+        assert writes and writes[0][1] >= 3, writes
+        # The median search time, from the buckets of every worker.
+        latency = prom.query(
+            'histogram_quantile(0.5, sum by (le) ('
+            'tachyon_http_request_duration_seconds_bucket{'
+            'route="/allocation_candidates"}))')
+        assert latency and 0 < latency[0][1] < 60, latency
+    finally:
+        prom.stop()
+
+    # The API route gives the same text to a caller with a token (any
+    # worker: every worker's values).
+    status, content_type, text = _scrape(api.url)
+    assert status == 200 and content_type.startswith('text/plain'), text
+    assert re.search(r'tachyon_http_requests_total\{[^}]*route="'
+                     r'/allocation_candidates"[^}]*\} %d\.0' % searches,
+                     text), text[:2000]
+    # Without a token: refused, like every Tachyon route; JSON only: 406.
+    assert _scrape(api.url, token=None)[0] == 401
+    assert _scrape(api.url, accept='application/json')[0] == 406

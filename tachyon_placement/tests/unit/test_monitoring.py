@@ -1,0 +1,83 @@
+"""The metrics' WSGI layer reads what the inner layers left in the
+environ; the recorder's series come out in Prometheus' text format."""
+import pytest
+
+from tachyon_placement.monitoring import metrics
+from tachyon_placement.monitoring import middleware
+
+
+def _layer(app):
+    return middleware.RequestMetrics(
+        app, route_key='route', version_keys=('tachyon.v', 'placement.v'),
+        code_key='code')
+
+
+def _recorded(monkeypatch):
+    seen = []
+    monkeypatch.setattr(metrics, 'request',
+                        lambda *args: seen.append(args))
+    return seen
+
+
+def test_a_request_is_recorded_with_its_route_status_and_version(
+        monkeypatch):
+    seen = _recorded(monkeypatch)
+
+    def app(environ, start_response):
+        environ.update({'route': '/resource_providers/{uuid}',
+                        'placement.v': '1.39', 'code': 'placement.x'})
+        start_response('409 Conflict', [])
+        return [b'{}']
+
+    environ = {'REQUEST_METHOD': 'PUT'}
+    assert _layer(app)(environ, lambda status, headers, exc=None: None) == [
+        b'{}']
+    (route, method, status, version, seconds, code), = seen
+    assert (route, method, status, version, code) == (
+        '/resource_providers/{uuid}', 'PUT', 409, '1.39', 'placement.x')
+    assert 0 <= seconds < 5
+
+
+def test_tachyon_version_first_unmatched_route_and_a_crash(monkeypatch):
+    seen = _recorded(monkeypatch)
+
+    def app(environ, start_response):
+        environ.update({'tachyon.v': '1.0', 'placement.v': '1.39'})
+        start_response('200 OK', [])
+        return []
+
+    _layer(app)({'REQUEST_METHOD': 'GET'}, lambda *args: None)
+    assert seen[-1][:4] == (middleware.UNMATCHED, 'GET', 200, '1.0')
+
+    def crash(environ, start_response):
+        raise RuntimeError('boom')
+
+    with pytest.raises(RuntimeError):
+        _layer(crash)({'REQUEST_METHOD': 'GET'}, lambda *args: None)
+    assert seen[-1][:4] == (middleware.UNMATCHED, 'GET', 500, '-')
+
+
+def test_recorded_series_come_out_in_text_format():
+    metrics.enable()
+    assert metrics.enabled()
+    metrics.request('/traits/{name}', 'PUT', 201, '1.39', 0.002)
+    metrics.request('/traits/{name}', 'PUT', 400, '1.39', 0.001,
+                    'placement.bad')
+    metrics.candidate_search(True, 0.01, 7)
+    metrics.world_refreshed('patched', 0.001, 3, 42, 1000)
+    metrics.engine_call('falkordb', 'read', failed=True)
+    metrics.write_retried()
+    content_type, body = metrics.exposition()
+    assert content_type.startswith('text/plain')
+    text = body.decode()
+    for line in (
+            'tachyon_http_requests_total{method="PUT",microversion="1.39",'
+            'route="/traits/{name}",status="201"}',
+            'tachyon_http_errors_total{code="placement.bad",'
+            'route="/traits/{name}",status="400"}',
+            'tachyon_candidates_returned_sum{weighed="true"}',
+            'tachyon_world_version 42.0', 'tachyon_world_version_lag 3.0',
+            'tachyon_world_providers 1000.0',
+            'tachyon_engine_errors_total{engine="falkordb",kind="read"}',
+            'tachyon_allocation_write_retries_total'):
+        assert line in text, line
