@@ -118,6 +118,9 @@ TACHYON_ROUTES = {
     '/tachyon/explain/allocation_candidates': {
         'GET': explain.explain_candidates,
     },
+    '/tachyon/telemetry/status': {
+        'GET': metric.telemetry_status,
+    },
     '/tachyon/monitoring/metrics': {
         'GET': monitoring.get_metrics,
     },

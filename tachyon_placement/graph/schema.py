@@ -29,6 +29,7 @@ KEYS = (
     ('Weigher', 'name', True),
     ('Metric', 'name', True),
     ('MetricValues', 'name', True),
+    ('CollectorRun', 'name', True),
     ('Host', 'name', True),
     ('Socket', 'host', False),
     ('NUMANode', 'host', False),
@@ -126,14 +127,15 @@ DELETE_ALL = Statement('delete_all', common='MATCH (n) DETACH DELETE n')
 # The graph as nodes and relationships, for the copy Neo4j's Cypher
 # scorers run on (graph/scorer_sandbox.py Copy): Neo4j bounds neither the
 # memory of a value built in a row nor its heap per query, so operators'
-# queries never run in it.  The collector's own values are left out.
+# queries never run in it.  The collector's own values and runs are
+# left out.
 EXPORT_NODES = Statement('export_nodes', neo4j="""
 MATCH (n)
-WHERE NOT n:MetricValues
+WHERE NOT n:MetricValues AND NOT n:CollectorRun
 RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS props
 """, falkordb="""
 MATCH (n)
-WHERE NOT n:MetricValues
+WHERE NOT n:MetricValues AND NOT n:CollectorRun
 RETURN toString(id(n)) AS id, labels(n) AS labels, properties(n) AS props
 """)
 

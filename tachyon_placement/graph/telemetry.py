@@ -72,6 +72,27 @@ RETURN count(*) AS dropped
 """)
 
 
+# What the collector's last run of each source found (an operator's view,
+# not the scheduler's: no version bump, no process reloads it).
+STORE_RUN = Statement('telemetry_store_run', common="""
+MERGE (run:CollectorRun {name: $name})
+SET run.status = $status
+""")
+
+RUNS = Statement('telemetry_runs', common="""
+MATCH (run:CollectorRun)
+RETURN run.name AS name, run.status AS status
+ORDER BY name
+""")
+
+DROP_RUNS = Statement('telemetry_drop_runs', common="""
+MATCH (run:CollectorRun)
+WHERE NOT run.name IN $kept
+DELETE run
+RETURN count(*) AS dropped
+""")
+
+
 def _lease_text(dialect):
     # The lease is the holder's while it renews it in time; anyone may
     # take it once it expired (a collector that died).
@@ -114,8 +135,21 @@ class MetricStore(definitions.DefinitionStore):
                           collected_at=collected_at_ms)
 
     def drop_values(self, kept):
-        """Forget the values of metrics no longer defined."""
+        """Forget the values (and the runs) of metrics no longer
+        defined."""
         self.engine.write(DROP_VALUES, kept=sorted(kept))
+        self.engine.write(DROP_RUNS, kept=sorted(kept))
+
+    def store_run(self, name, status):
+        """What the collector's last run of ``name`` found (a JSON-able
+        dict)."""
+        self.engine.write(STORE_RUN, name=name,
+                          status=orjson.dumps(status).decode())
+
+    def runs(self):
+        """{name: the status its last run stored}."""
+        return {row['name']: orjson.loads(row['status'])
+                for row in self.engine.read(RUNS)}
 
     def values(self):
         """{metric name: (collected_at ms, {provider uuid: value})}."""

@@ -102,6 +102,43 @@ class _Recorder:
             'Allocation or reshape write attempts made again after a '
             'provider or consumer changed under them.')
 
+        # The collector: one process holds its lease at a time; these
+        # are that process's last word on each source (metric or Cypher
+        # scorer), kept when it dies (a timestamp's "max").
+        source = ('source', 'kind')
+        self.collector_success = gauge(
+            'tachyon_telemetry_last_success_timestamp_seconds',
+            'When the collector last collected a source (a metric, or a '
+            'weigher\'s Cypher scorer) without error.', source, 'max')
+        self.collector_duration = gauge(
+            'tachyon_telemetry_run_duration_seconds',
+            'How long the last run of a source took.', source, 'mostrecent')
+        self.collector_failing = gauge(
+            'tachyon_telemetry_source_failing',
+            '1 while the last run of a source failed (Prometheus down, an '
+            'answer that is no instant vector, a scorer past its bounds).',
+            source, 'mostrecent')
+        self.collector_series = gauge(
+            'tachyon_telemetry_series',
+            'Series the last good run of a metric returned.', source,
+            'mostrecent')
+        self.collector_matched = gauge(
+            'tachyon_telemetry_providers_matched',
+            'Providers the last good run of a source gave a value.', source,
+            'mostrecent')
+        self.collector_unmatched = gauge(
+            'tachyon_telemetry_unmatched_series',
+            'Series of the last good run of a metric that named no '
+            'provider.', source, 'mostrecent')
+        self.collector_stale = gauge(
+            'tachyon_telemetry_providers_stale',
+            'Providers whose last value of a failing source is older than '
+            '[telemetry] staleness_limit (it no longer counts).', source,
+            'mostrecent')
+        self.collector_failures = prom.Counter(
+            'tachyon_telemetry_run_failures_total',
+            'Runs of a source that failed.', source)
+
     def request(self, route, method, status, microversion, seconds,
                 code=None):
         labels = (route, method, str(status), microversion)
@@ -197,6 +234,32 @@ def engine_reconnect(engine):
     recorder = _recorder
     if recorder is not None:
         recorder.engine_reconnects.labels(engine).inc()
+
+
+def collector_run(status):
+    """What the collector's run of one source found (the status the
+    telemetry status route shows: name, kind, duration, error,
+    last_success, series, providers_matched, unmatched_series,
+    providers_stale)."""
+    recorder = _recorder
+    if recorder is None:
+        return
+    labels = (status['name'], status['kind'])
+    recorder.collector_duration.labels(*labels).set(status['duration'])
+    failing = status['error'] is not None
+    recorder.collector_failing.labels(*labels).set(1 if failing else 0)
+    recorder.collector_stale.labels(*labels).set(
+        status.get('providers_stale') or 0)
+    if failing:
+        recorder.collector_failures.labels(*labels).inc()
+    if status.get('last_success') is not None:
+        recorder.collector_success.labels(*labels).set(
+            status['last_success'])
+    for gauge, key in ((recorder.collector_series, 'series'),
+                       (recorder.collector_matched, 'providers_matched'),
+                       (recorder.collector_unmatched, 'unmatched_series')):
+        if status.get(key) is not None:
+            gauge.labels(*labels).set(status[key])
 
 
 def write_retried():

@@ -6,6 +6,7 @@ LIST = PREFIX % 'list'
 SHOW = PREFIX % 'show'
 UPDATE = PREFIX % 'update'
 DELETE = PREFIX % 'delete'
+STATUS = 'tachyon:telemetry:status'
 
 rules = base.table((
     (LIST, base.ADMIN_OR_SERVICE, 'List telemetry metrics.',
@@ -16,6 +17,10 @@ rules = base.table((
      ['PUT /tachyon/metrics/{name}']),
     (DELETE, base.ADMIN_OR_SERVICE, 'Delete a telemetry metric.',
      ['DELETE /tachyon/metrics/{name}']),
+    (STATUS, base.ADMIN_OR_SERVICE,
+     'Show what the collector\'s last run of each metric and Cypher '
+     'scorer found: when, how long, the error, the series and providers '
+     'matched.', ['GET /tachyon/telemetry/status']),
 ))
 
 

@@ -23,6 +23,7 @@ import prometheus_api_client
 from urllib3.util import retry as urllib3_retry
 
 from tachyon_placement.graph import engine as graph_engine
+from tachyon_placement.monitoring import metrics as monitoring
 from tachyon_placement.weighing import model as weighing_model
 
 LOG = logging.getLogger(__name__)
@@ -75,12 +76,15 @@ class Collector:
     """
 
     def __init__(self, store, source, interval, scorer_bounds,
-                 clock=time.time):
+                 clock=time.time, staleness_limit=None):
         self.store = store
         self.source = source
         self.interval = interval
         self.scorer_bounds = scorer_bounds
         self.clock = clock
+        # Seconds after which a source's last values stop counting (for
+        # the count of providers with stale values); None: never.
+        self.staleness_limit = staleness_limit
         self.holder = uuid.uuid4().hex
         self._failing = set()   # metrics in an outage (warned once)
         self._disabled = set()  # scorers that broke their bounds
@@ -90,7 +94,8 @@ class Collector:
 
     def _sources(self):
         """[(name to store under, what to call it in logs, how to get
-        its values)] of everything there is to collect."""
+        (its values, what the run found))] of everything there is to
+        collect."""
         sources = []
         world = self.store.worlds.current()
         if self.source is not None:
@@ -98,7 +103,7 @@ class Collector:
                              for record in world.roots}
             for metric in self.store.metrics.list():
                 sources.append((metric.name, 'metric %s' % metric.name,
-                                lambda metric=metric: metric.values(
+                                lambda metric=metric: metric.collected(
                                     self.source.query(metric.query),
                                     roots_by_name, world.records)))
         queries = {weigher.scorer['query'] for weigher in world.weighers
@@ -114,8 +119,9 @@ class Collector:
                 self._disabled.add(signal)   # kept while a weigher has it
                 continue
             sources.append((signal, 'Cypher scorer %.60r' % query,
-                            lambda query=query: self.store.scorers.scores(
-                                query, self.scorer_bounds, max_rows)))
+                            lambda query=query: _scored(
+                                self.store.scorers.scores(
+                                    query, self.scorer_bounds, max_rows))))
         return sources
 
     def collect_once(self):
@@ -134,15 +140,18 @@ class Collector:
                    for name, _, _ in sources):
             self.store.scorers.drop_copy()
         stored = 0
+        previous = self.store.metrics.runs()
         for name, label, collect in sources:
+            run = _Run(name, label, self.clock(), previous.get(name))
             try:
-                values = collect()
+                values, facts = collect()
             except graph_engine.QueryBoundBroken as exc:
                 # Run again every cycle it would take its bounds again.
                 LOG.warning('Telemetry: %s broke its bounds (%s): disabled '
                             'until its weigher is stored again', label, exc)
                 self.store.scorers.disable_signal(
                     name, str(exc), int(self.clock() * 1000))
+                self._ran(run.failed(self.clock(), exc, disabled=True))
                 continue
             except Exception as exc:  # noqa: BLE001 - one bad source (an
                 # outage, garbage, a definition gone wrong) must not keep
@@ -153,16 +162,36 @@ class Collector:
                                 'its last values count until they are '
                                 'older than the staleness limit',
                                 label, exc)
+                self._ran(run.failed(self.clock(), exc))
                 continue
             if name in self._failing:
                 self._failing.discard(name)
                 LOG.info('Telemetry: %s is collected again', label)
             self.store.metrics.store_values(
                 name, values, int(self.clock() * 1000))
+            self._ran(run.succeeded(self.clock(), facts))
             stored += 1
         self.store.metrics.drop_values(
             {name for name, _, _ in sources} | self._disabled)
         return stored
+
+    def _ran(self, status):
+        """Keep what a run of one source found, for the status route and
+        the metrics; the status of a failed run counts providers whose
+        last values are past the staleness limit."""
+        if status['error'] is not None:
+            age = (self.clock() - status['last_success']
+                   if status['last_success'] is not None else None)
+            status['providers_stale'] = (
+                status['providers_matched'] or 0
+                if self.staleness_limit is not None and age is not None
+                and age > self.staleness_limit else 0)
+        try:
+            self.store.metrics.store_run(status['name'], status)
+        except Exception as exc:  # noqa: BLE001 - the values came first
+            LOG.warning('Telemetry: the status of %s was not stored (%s)',
+                        status['label'], exc)
+        monitoring.collector_run(status)
 
     def _run(self):
         while not self._stop.is_set():
@@ -200,6 +229,49 @@ class Collector:
             LOG.warning('Telemetry: the lease could not be let go (%s)', exc)
 
 
+def _scored(scores):
+    """A Cypher scorer's (values, what the run found)."""
+    return scores, {'providers_matched': len(scores)}
+
+
+class _Run:
+    """One run of one source: what the status route and the metrics show
+    of it (times are seconds since the epoch)."""
+
+    def __init__(self, name, label, started, previous):
+        self.name = name
+        self.label = label
+        self.started = started
+        self.previous = previous or {}
+
+    def _status(self, finished, error, facts, last_success):
+        status = {
+            'name': self.name, 'label': self.label,
+            'kind': ('cypher_scorer'
+                     if self.name.startswith(weighing_model.CYPHER + ':')
+                     else 'metric'),
+            'last_run': finished, 'duration': finished - self.started,
+            'error': error, 'last_success': last_success,
+            'series': None, 'providers_matched': None,
+            'unmatched_series': None, 'non_finite_values': None,
+            'providers_stale': 0, 'disabled': False}
+        status.update(facts)
+        return status
+
+    def succeeded(self, finished, facts):
+        return self._status(finished, None, facts, finished)
+
+    def failed(self, finished, exc, disabled=False):
+        # What the last good run found still describes the values kept.
+        facts = {key: self.previous.get(key) for key in (
+            'series', 'providers_matched', 'unmatched_series',
+            'non_finite_values')}
+        status = self._status(finished, str(exc)[:500], facts,
+                              self.previous.get('last_success'))
+        status['disabled'] = disabled
+        return status
+
+
 def start_collector(conf, store):
     """The collector of this process, running: it queries Prometheus or
     Aetos when ``[telemetry] url`` is set, and runs the Cypher scorers of
@@ -207,6 +279,7 @@ def start_collector(conf, store):
     something to collect)."""
     source = PrometheusSource(conf) if conf.telemetry.url else None
     collector = Collector(store, source, conf.telemetry.refresh_interval,
-                          weighing_model.ScorerBounds.from_conf(conf))
+                          weighing_model.ScorerBounds.from_conf(conf),
+                          staleness_limit=conf.telemetry.staleness_limit)
     atexit.register(collector.stop)
     return collector.start()

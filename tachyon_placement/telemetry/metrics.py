@@ -122,8 +122,16 @@ class Metric:
         whose value is no finite number, are skipped; several series of
         one provider are combined as the metric says, else SeveralSeries.
         """
-        found, _unmatched, _skipped = self.matched(series, roots_by_name,
-                                                   providers)
+        return self.collected(series, roots_by_name, providers)[0]
+
+    def collected(self, series, roots_by_name, providers):
+        """(values() of ``series``, what the run found: {'series',
+        'providers_matched', 'unmatched_series', 'non_finite_values'})."""
+        found, unmatched, skipped = self.matched(series, roots_by_name,
+                                                 providers)
+        facts = {'series': len(series), 'providers_matched': len(found),
+                 'unmatched_series': len(unmatched),
+                 'non_finite_values': skipped}
         values = {}
         for uuid, several in found.items():
             if len(several) == 1:
@@ -136,7 +144,7 @@ class Metric:
                                             ', '.join(sorted(COMBINE))))
             else:
                 values[uuid] = COMBINE[self.combine](several)
-        return values
+        return values, facts
 
     def dry_run(self, series, roots_by_name, providers, shown=100):
         """What storing the metric would give, from one run's ``series``:

@@ -3,6 +3,7 @@ how each series maps to providers (see tachyon_placement/telemetry)."""
 from tachyon_placement.api import errors
 from tachyon_placement.api import wsgi
 from tachyon_placement.api.handlers import tachyon
+from tachyon_placement.domain import models
 from tachyon_placement.policies import metric as policies
 from tachyon_placement.schemas import metric as schema
 from tachyon_placement.telemetry import collector
@@ -23,6 +24,39 @@ def get_metric(req):
     req.context.can(policies.SHOW)
     metric = tachyon.found(req.store.metrics.get, tachyon.name(req, 'metric'))
     return wsgi.json_response(req, metric.as_document())
+
+
+@tachyon.handler(accept=wsgi.JSON, uses=('metrics',))
+def telemetry_status(req):
+    """What the collector's last run of each source found (stored by the
+    process that holds its lease); a metric not run yet shows no run."""
+    req.context.can(policies.STATUS)
+    runs = req.store.metrics.runs()
+    for metric in req.store.metrics.list():
+        runs.setdefault(metric.name, {'name': metric.name,
+                                      'label': 'metric %s' % metric.name,
+                                      'kind': 'metric'})
+    return wsgi.json_response(req, {'sources': [
+        _run_document(run) for _name, run in sorted(runs.items())]})
+
+
+def _run_document(run):
+    def when(seconds):
+        return (models.from_millis(seconds * 1000).isoformat()
+                if seconds is not None else None)
+    return {
+        'name': run['name'], 'kind': run['kind'], 'label': run['label'],
+        'last_run': when(run.get('last_run')),
+        'duration_seconds': (round(run['duration'], 6)
+                             if run.get('duration') is not None else None),
+        'error': run.get('error'),
+        'last_success': when(run.get('last_success')),
+        'series': run.get('series'),
+        'providers_matched': run.get('providers_matched'),
+        'unmatched_series': run.get('unmatched_series'),
+        'non_finite_values': run.get('non_finite_values'),
+        'providers_stale': run.get('providers_stale'),
+        'disabled': run.get('disabled', False)}
 
 
 DRY_RUN_QUERY = {

@@ -5,6 +5,7 @@ import http.server
 import os
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -40,6 +41,7 @@ def api(tmp_path, prom):
         tmp_path / 'api', extra_conf=(
             '[telemetry]\nurl = %s\nrefresh_interval = %d\n'
             'staleness_limit = %d\nquery_timeout = 2\n'
+            '[metrics]\nenabled = true\n'
             % (prom.url, REFRESH, STALENESS))).start()
     yield served_api
     served_api.stop()
@@ -76,6 +78,21 @@ def _order(api):
 
 def _tachyon(api, method, path, body=None):
     return api.request(method, path, body, version='latest')
+
+
+def _status(api, name):
+    """GET /tachyon/telemetry/status's entry of source ``name``."""
+    sources = _ok(api.request('GET', '/tachyon/telemetry/status'))['sources']
+    return next(source for source in sources if source['name'] == name)
+
+
+def _metric_lines(api):
+    """The lines of the service's Prometheus metrics (an admin's view)."""
+    request = urllib.request.Request(api.url + '/tachyon/monitoring/metrics')
+    request.add_header('x-auth-token', 'admin')
+    request.add_header('accept', 'text/plain')
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read().decode().splitlines()
 
 
 def _wait_for_order(api, wanted, timeout):
@@ -121,6 +138,16 @@ def test_exported_load_orders_candidates_and_an_outage_degrades(
     print('\norder followed the exported load in %.1f s (refresh %d s, '
           'scrape %d s)' % (took, REFRESH, prometheus.SCRAPE_SECONDS))
     assert took <= REFRESH + prometheus.SCRAPE_SECONDS + 1.5
+    # What the collector found, for an operator: three series, each
+    # naming a host, no error.
+    status = _status(api, 'cpu')
+    assert (status['kind'], status['error'], status['series'],
+            status['providers_matched'], status['unmatched_series'],
+            status['providers_stale']) == ('metric', None, 3, 3, 0, 0)
+    assert status['last_success'] == status['last_run']
+    assert 0 <= status['duration_seconds'] < 2
+    assert 'tachyon_telemetry_source_failing{kind="metric",source="cpu"} ' \
+           '0.0' in _metric_lines(api)
 
     # Prometheus goes away: candidates still answer; the last values
     # count until they are older than the staleness limit, then
@@ -145,6 +172,22 @@ def test_exported_load_orders_candidates_and_an_outage_degrades(
         metric = host['weighers'][0]['metric']
         assert metric['stale'] is True, host
         assert metric['age_seconds'] > STALENESS
+    # The status says why, since when the values are old, and (from the
+    # first run after they went past the limit) that the three providers'
+    # values no longer count; so do the metrics.
+    deadline = time.monotonic() + REFRESH + 5
+    status = _status(api, 'cpu')
+    while status['providers_stale'] != 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        status = _status(api, 'cpu')
+    assert status['error'] and status['last_success'] < status['last_run']
+    assert (status['series'], status['providers_matched'],
+            status['providers_stale']) == (3, 3, 3)
+    lines = _metric_lines(api)
+    assert 'tachyon_telemetry_source_failing{kind="metric",source="cpu"} ' \
+           '1.0' in lines
+    assert 'tachyon_telemetry_providers_stale{kind="metric",source="cpu"} ' \
+           '3.0' in lines
     log = _log(api)
     # One warning for the outage, not one per cycle.
     assert log.count('metric cpu cannot be collected') == 1
