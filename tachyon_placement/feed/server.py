@@ -41,10 +41,14 @@ import orjson
 from tachyon_placement.api.handlers import changes as handlers
 from tachyon_placement.feed import changes as feed_changes
 from tachyon_placement.feed import service as feed_service
+from tachyon_placement.monitoring import metrics
 
 LOG = logging.getLogger(__name__)
 
-PATHS = ('/tachyon/changes', '/tachyon/changes/stream')
+# The feed's paths, and the route of this server's own metrics (the API
+# application's, answering with this process's values).
+METRICS_PATH = '/tachyon/monitoring/metrics'
+PATHS = ('/tachyon/changes', '/tachyon/changes/stream', METRICS_PATH)
 BUSY = 'tachyon.changes.busy'
 # A stream's comment line when nothing changed for this long.
 HEARTBEAT = 15
@@ -106,6 +110,12 @@ class Stats:
         self.slow_readers = 0       # disconnected for not reading
         self.streams_ended = 0      # ended at max_stream_seconds
         self.gone = 0               # 410s and streams ended by a gone cursor
+
+    def count(self, what):
+        """One more ``what`` (busy, slow_readers, streams_ended, gone),
+        here and in the metrics."""
+        setattr(self, what, getattr(self, what) + 1)
+        metrics.feed_event(what)
 
     def as_dict(self):
         return dict(vars(self))
@@ -249,6 +259,7 @@ class FeedServer:
 
     def _log_moved(self, head):
         # Called by the thread that moved the log.
+        metrics.feed_head(head)
         try:
             self.loop.call_soon_threadsafe(self._wake)
         except RuntimeError:    # the loop is closed: shutting down
@@ -307,7 +318,7 @@ class FeedServer:
         identifier, body = error_document(
             503, 'Service Unavailable', detail, BUSY,
             retry_after=self.retry_after)
-        self.stats.busy += 1
+        self.stats.count('busy')
         return web.Response(status=503, body=body, headers={
             'Content-Type': 'application/json',
             'Retry-After': str(self.retry_after),
@@ -326,10 +337,13 @@ class FeedServer:
             return self._finish(web.Response(
                 status=404, body=body, content_type='application/json'))
         client = self.client_of(request)
+        if request.raw_path.partition('?')[0] == METRICS_PATH:
+            return await self._serve(request, client)   # no subscriber
         if not self.limits.take(client):
             whose = ('from this address' if self.limits.held
                      < self.limits.most else 'of this server')
             return self._finish(self._busy(whose))
+        metrics.feed_subscribers(self.limits.held)
         try:
             return await self._serve(request, client)
         except Exception:   # noqa: BLE001 - a 500 in Placement's shape
@@ -341,6 +355,7 @@ class FeedServer:
                 status=500, body=body, content_type='application/json'))
         finally:
             self.limits.give(client)
+            metrics.feed_subscribers(self.limits.held)
 
     async def _serve(self, request, client):
         environ = wsgi_environ(request, client)
@@ -349,7 +364,7 @@ class FeedServer:
         deferred = environ[handlers.DEFER].get('deferred')
         code = int(status.split(' ', 1)[0])
         if code == 410:
-            self.stats.gone += 1
+            self.stats.count('gone')
         if deferred is None:
             response = web.Response(status=code, body=body)
             for name, value in headers:
@@ -396,7 +411,7 @@ class FeedServer:
         error = handlers._gone(exc)
         _identifier, body = error_document(410, 'Gone', error.detail,
                                            error.code)
-        self.stats.gone += 1
+        self.stats.count('gone')
         return web.Response(status=410, body=body,
                             content_type='application/json')
 
@@ -435,7 +450,7 @@ class FeedServer:
                                                          wanted)
                     except feed_changes.CursorGone:
                         reason = 'gone'
-                        self.stats.gone += 1
+                        self.stats.count('gone')
                         break
                     if changes:
                         await self._send(request, response,
@@ -447,16 +462,16 @@ class FeedServer:
                     await asyncio.sleep(feed_service.seconds_to_mark(
                         self.pace))
             if reason == 'stream_limit':
-                self.stats.streams_ended += 1
+                self.stats.count('streams_ended')
             await self._last(request, response, reason, position)
         except SlowReader:
-            self.stats.slow_readers += 1
+            self.stats.count('slow_readers')
             LOG.info('Change feed: disconnected a slow reader (%s) at %d',
                      request.remote, position)
             await self._last(request, response, 'slow_reader', position,
                              cut=True)
         except (ConnectionError, RuntimeError):
-            pass        # the client went away
+            metrics.feed_event('client_gone')     # the client went away
         return response
 
     async def _send(self, request, response, data):

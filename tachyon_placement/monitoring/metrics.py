@@ -139,6 +139,24 @@ class _Recorder:
             'tachyon_telemetry_run_failures_total',
             'Runs of a source that failed.', source)
 
+        # The change feed's server (tachyon-feed, or the built-in
+        # server's own): its subscribers, how far its log reached, why
+        # answers and streams ended.
+        self.feed_subscribers = gauge(
+            'tachyon_feed_subscribers',
+            'Requests the change feed server holds (streams and long '
+            'polls).', mode='livesum')
+        self.feed_head = gauge(
+            'tachyon_feed_head_version',
+            'The graph version the change feed\'s log reached (compare '
+            'with tachyon_world_version of the API: the feed\'s lag).')
+        self.feed_events = prom.Counter(
+            'tachyon_feed_events_total',
+            'Change feed answers and stream ends by kind: busy (503), gone '
+            '(410, a stream ended by a cursor past retention), '
+            'slow_readers and client_gone (disconnects), streams_ended '
+            '(at max_stream_seconds).', ('event',))
+
     def request(self, route, method, status, microversion, seconds,
                 code=None):
         labels = (route, method, str(status), microversion)
@@ -260,6 +278,24 @@ def collector_run(status):
                        (recorder.collector_unmatched, 'unmatched_series')):
         if status.get(key) is not None:
             gauge.labels(*labels).set(status[key])
+
+
+def feed_subscribers(held):
+    recorder = _recorder
+    if recorder is not None:
+        recorder.feed_subscribers.set(held)
+
+
+def feed_head(version):
+    recorder = _recorder
+    if recorder is not None:
+        recorder.feed_head.set(version)
+
+
+def feed_event(event):
+    recorder = _recorder
+    if recorder is not None:
+        recorder.feed_events.labels(event).inc()
 
 
 def write_retried():

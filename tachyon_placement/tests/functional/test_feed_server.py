@@ -142,9 +142,23 @@ def _body(stream, headers):
     return json.loads(stream.read())
 
 
+def _metric_lines(feed):
+    """The feed server's own Prometheus metrics, as lines."""
+    sock, stream, status, headers = _open(
+        feed, path='/tachyon/monitoring/metrics', accept='text/plain')
+    assert ' 200 ' in status, status
+    if 'content-length' in headers:
+        text = stream.read(int(headers['content-length']))
+    else:
+        text = stream.read()
+    _close((sock, stream))
+    return text.decode().splitlines()
+
+
 @pytest.mark.parametrize('feed_server', [
     'max_subscribers = 3\nmax_subscribers_per_client = 2\n'
-    'trusted_proxies = 127.0.0.1\nretry_after = 7\n'], indirect=True)
+    'trusted_proxies = 127.0.0.1\nretry_after = 7\n'
+    '[metrics]\nenabled = true\n'], indirect=True)
 def test_caps_answer_503_with_retry_after(api, feed_server):
     held = [_open(feed_server) for _ in range(2)]
     assert all(' 200 ' in status for _s, _f, status, _h in held)
@@ -170,6 +184,24 @@ def test_caps_answer_503_with_retry_after(api, feed_server):
     assert ' 503 ' in status
     assert 'of this server' in _body(stream, headers)['errors'][0]['detail']
     _close((sock, stream))
+    # The server's metrics (a scrape is no subscriber): three held, three
+    # refused, how far its log reached.
+    lines = _metric_lines(feed_server)
+    assert 'tachyon_feed_subscribers 3.0' in lines
+    assert 'tachyon_feed_events_total{event="busy"} 3.0' in lines
+    # A write: the log's head (the streams keep it following) reaches it.
+    _ok(api.request('POST', '/resource_providers', {'name': 'feed-head'}))
+    cursor = _ok(api.request('GET', '/tachyon/changes', version='1.0',
+                             service='tachyon'))['cursor']
+    deadline = time.monotonic() + 10
+    while True:
+        head = float(next(
+            line for line in _metric_lines(feed_server)
+            if line.startswith('tachyon_feed_head_version ')).split()[1])
+        if head >= cursor or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert head >= cursor > 0
     # A subscriber that leaves gives its place back.
     _close(held[0])
     deadline = time.monotonic() + 10
