@@ -18,6 +18,7 @@ from tachyon_placement.api import microversion
 from tachyon_placement.api import routes as route_table
 from tachyon_placement.api import wsgi
 from tachyon_placement.domain import conflicts
+from tachyon_placement.monitoring import health as monitoring_health
 from tachyon_placement.monitoring import metrics
 from tachyon_placement.monitoring import middleware as monitoring_middleware
 
@@ -260,11 +261,18 @@ def build_stack(conf, store, enforcer):
             version_keys=(microversion.TACHYON_ENVIRON,
                           microversion.MICROVERSION_ENVIRON),
             code_key=wsgi.ENV_ERROR_CODE)
+
+    def health(app):
+        return monitoring_health.Health(
+            app, lambda: {'graph_version': store.versions.graph().version},
+            store.engine.dialect, route_key=wsgi.ENV_ROUTE)
     layers = (
         FaultWrapper,
         lambda app: auth.ContextMiddleware(app, enforcer, conf),
         auth_middleware,
         cors_middleware,
+        # Before authentication: a probe holds no token.
+        health,
         request_metrics,
         RequestLog,
         proxy_middleware,

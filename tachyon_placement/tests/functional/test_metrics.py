@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import re
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -164,3 +165,41 @@ def test_prometheus_scrapes_what_every_worker_counted(metrics_api, tmp_path):
     # Without a token: refused, like every Tachyon route; JSON only: 406.
     assert _scrape(api.url, token=None)[0] == 401
     assert _scrape(api.url, accept='application/json')[0] == 406
+
+
+def _health(base):
+    """(status, document) of GET /tachyon/health, without a token."""
+    try:
+        with urllib.request.urlopen(base + '/tachyon/health',
+                                    timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def test_health_tells_whether_the_engine_answers_in_time(api):
+    status, document = _health(api.url)
+    assert status == 200, document
+    assert (document['status'], document['engine']) == ('ok', engines.NAME)
+    assert isinstance(document['graph_version'], int)
+    # The engine hangs (stopped, not dead): the probe says so in time, and
+    # again while the first check still hangs.
+    pid = api.engine_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for _ in range(2):
+            started = time.monotonic()
+            status, document = _health(api.url)
+            assert status == 503, document
+            assert document['status'] == 'failed'
+            assert 'did not answer' in document['error']
+            assert time.monotonic() - started < 10
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status, document = _health(api.url)
+        if status == 200:
+            break
+        time.sleep(0.5)
+    assert status == 200, document
