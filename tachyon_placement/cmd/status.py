@@ -1,0 +1,166 @@
+"""tachyon-status: checks an operator runs before and after an upgrade,
+as ``placement-status`` (oslo.upgradecheck):
+
+    tachyon-status --config-file /etc/placement/placement.conf upgrade check
+
+Exit codes (oslo.upgradecheck's): 0 every check passed, 1 a warning (look
+before going on), 2 a failure (the service will not work as it should),
+255 a check could not run.
+"""
+import sys
+
+import os_resource_classes
+import os_traits
+from oslo_config import cfg
+from oslo_upgradecheck import common_checks
+from oslo_upgradecheck import upgradecheck
+
+from tachyon_placement import conf as tachyon_conf
+from tachyon_placement import deploy
+from tachyon_placement.graph import engine
+from tachyon_placement import policy
+from tachyon_placement.telemetry import collector
+
+Result = upgradecheck.Result
+Code = upgradecheck.Code
+
+# What a release of Nova needs from the graph's standard traits (Nova
+# 2026.2 marks what it owns with it).
+REQUIRED_TRAITS = ('OWNER_NOVA',)
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """Each check opens what it needs; a graph that cannot be reached is
+    a failure of the first check and the others that need it."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._store = None
+
+    def _graph(self):
+        if self._store is None:
+            self._store = deploy.open_store(self.conf, sync=False)
+        return self._store
+
+    def _check_graph(self):
+        try:
+            version = self._graph().versions.graph()
+        except Exception as exc:  # noqa: BLE001
+            if _never_synced(exc):
+                return Result(Code.FAILURE, 'The graph engine answers but '
+                              'the graph is not set up: run '
+                              '"tachyon-manage db sync".')
+            return Result(Code.FAILURE, 'The graph engine cannot be reached '
+                          '([graph] connection): %s' % exc)
+        return Result(Code.SUCCESS, 'Graph engine %s reached, graph version '
+                      '%d.' % (self._graph().engine.dialect, version.version))
+
+    def _check_standard_names(self):
+        try:
+            store = self._graph()
+            classes = sorted(store.resource_classes.missing(
+                os_resource_classes.STANDARDS))
+            traits = sorted(store.traits.missing(os_traits.get_traits()))
+        except Exception as exc:  # noqa: BLE001
+            return Result(Code.FAILURE, 'Cannot read the graph: %s' % exc)
+        if not classes and not traits:
+            return Result(Code.SUCCESS, 'The graph has the %d standard '
+                          'resource classes and %d traits of the installed '
+                          'os-resource-classes and os-traits.' % (
+                              len(os_resource_classes.STANDARDS),
+                              len(os_traits.get_traits())))
+        required = sorted(set(traits) & set(REQUIRED_TRAITS))
+        message = ('The graph lacks standard names the installed libraries '
+                   'define: resource classes %s; traits %s. Run '
+                   '"tachyon-manage db sync" (or restart the API, which '
+                   'syncs them).' % (', '.join(classes) or 'none',
+                                     _few(traits)))
+        if required:
+            return Result(Code.FAILURE, message + ' Nova requires %s.'
+                          % ', '.join(required))
+        return Result(Code.WARNING, message)
+
+    def _check_policy_rules(self):
+        enforcer = policy.make_enforcer(self.conf,
+                                        suppress_deprecation_warnings=True)
+        try:
+            enforcer.load_rules()
+        except Exception as exc:  # noqa: BLE001
+            return Result(Code.FAILURE, 'The policy file cannot be read: %s'
+                          % exc)
+        in_file = set(enforcer.file_rules)
+        registered = enforcer.registered_rules
+        deprecated = {rule.deprecated_rule.name: name
+                      for name, rule in registered.items()
+                      if getattr(rule, 'deprecated_rule', None) is not None}
+        old = sorted(name for name in in_file
+                     if name in deprecated and name not in registered)
+        unknown = sorted(name for name in in_file
+                         if name not in registered and name not in deprecated)
+        if not old and not unknown:
+            return Result(Code.SUCCESS, 'No deprecated or unknown rule in '
+                          'the policy file.' if in_file else
+                          'No policy file overrides: the defaults apply.')
+        parts = []
+        if old:
+            parts.append('deprecated rules %s (use %s)' % (
+                ', '.join(old),
+                ', '.join(deprecated[name] for name in old)))
+        if unknown:
+            parts.append('rules no release of Tachyon or Placement '
+                         'defines: %s' % ', '.join(unknown))
+        return Result(Code.WARNING, 'The policy file has %s.'
+                      % '; '.join(parts))
+
+    def _check_telemetry(self):
+        if not self.conf.telemetry.url:
+            return Result(Code.SUCCESS, 'No [telemetry] url: nothing to '
+                          'reach (Cypher scorers run in any case).')
+        try:
+            answer = collector.PrometheusSource(self.conf).query('vector(1)')
+        except Exception as exc:  # noqa: BLE001
+            return Result(Code.WARNING, '[telemetry] url %s cannot be '
+                          'queried: %s. Metric weighers fall back to '
+                          'Placement\'s order once their values are stale.'
+                          % (self.conf.telemetry.url, exc))
+        return Result(Code.SUCCESS, '[telemetry] url %s answers (%d '
+                      'series for vector(1)).' % (self.conf.telemetry.url,
+                                                  len(answer)))
+
+    def _check_policy_json(self):
+        return common_checks.check_policy_json(self, self.conf)
+
+    _upgrade_checks = (
+        ('Graph engine', _check_graph),
+        ('Standard resource classes and traits', _check_standard_names),
+        ('Policy rules', _check_policy_rules),
+        ('Policy File JSON to YAML Migration', _check_policy_json),
+        ('Telemetry', _check_telemetry),
+    )
+
+
+def _never_synced(exc):
+    """Whether reading the graph version failed because the engine holds
+    no graph yet: FalkorDB has no such key, Neo4j answers no row."""
+    return isinstance(exc, IndexError) or (
+        isinstance(exc, engine.GraphError) and 'empty key' in str(exc))
+
+
+def _few(names, shown=10):
+    if not names:
+        return 'none'
+    more = len(names) - shown
+    return ', '.join(names[:shown]) + (' and %d more' % more
+                                       if more > 0 else '')
+
+
+def main(argv=None):
+    conf = cfg.ConfigOpts()
+    tachyon_conf.register_opts(conf)
+    return upgradecheck.main(conf, project='placement',
+                             upgrade_command=Checks(conf),
+                             argv=sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
