@@ -346,6 +346,21 @@ class EmbeddedServer(object):
                     return
                 self._stop_locked()
 
+    def stop_if_unused(self):
+        """Shut the server down if no live process is registered (one that
+        died without release(), killed, left its registration behind):
+        what a supervisor that started the users calls once they are gone
+        (gunicorn's master, tachyon_placement.wsgi.gunicorn).  Whether it
+        stopped one."""
+        with self._mutex:
+            if not os.path.isdir(self.data_dir):
+                return False
+            with self._locked():
+                if self._live_clients() or not self.is_running():
+                    return False
+                self._stop_locked()
+                return True
+
     def stop(self):
         """Shut the server down now, whoever else is using it.
 

@@ -41,13 +41,17 @@ def on_starting(server):
         _made_metrics_dir.append(path)
 
 
+def _tachyon_conf():
+    """The service's configuration, as the workers read it."""
+    from tachyon_placement import conf as tachyon_conf
+    from tachyon_placement.wsgi import api as wsgi_api
+    return tachyon_conf.new_conf(default_config_files=wsgi_api.config_files())
+
+
 def when_ready(server):
     """[metrics] listen_port: the master answers scrapes with every
     worker's values (a worker's port would show its own only)."""
-    from tachyon_placement import conf as tachyon_conf
-    from tachyon_placement.wsgi import api as wsgi_api
-    conf = tachyon_conf.new_conf(
-        default_config_files=wsgi_api.config_files())
+    conf = _tachyon_conf()
     if conf.metrics.enabled and conf.metrics.listen_port:
         metrics.serve(conf.metrics.listen_host, conf.metrics.listen_port)
         server.log.info('Metrics served on http://%s:%d/',
@@ -64,6 +68,21 @@ def child_exit(server, worker):
 def on_exit(server):
     for path in _made_metrics_dir:
         shutil.rmtree(path, ignore_errors=True)
+    # The embedded engine the workers started goes with the server: each
+    # worker lets it go as it exits, the last one stops it; a worker that
+    # was killed (past graceful_timeout) could not, so the master looks
+    # once every worker is gone.
+    try:
+        conf = _tachyon_conf()
+        if not conf.graph.connection:
+            from tachyon_placement.graph import falkordb_server
+            if falkordb_server.get_shared_server(
+                    conf.graph.data_dir).stop_if_unused():
+                server.log.info('Stopped the embedded FalkorDB server a '
+                                'killed worker left running')
+    except Exception as exc:  # noqa: BLE001 - exiting anyway
+        server.log.warning('The embedded FalkorDB server could not be '
+                           'checked at exit: %s', exc)
 
 
 class _Captured:
