@@ -405,3 +405,25 @@ def test_get_enforcer_for_cli_tools(monkeypatch):
     assert set(enforcer.registered_rules) == {
         r.name for r in policies.list_rules()}
     assert resource_provider.LIST in enforcer.rules
+
+
+def test_an_unregistered_rule_is_one_500_logged_once(secure, caplog):
+    """A bug (a rule nobody registered) is logged with its traceback once,
+    by the last line of defence, not again on the way."""
+    from tachyon_placement.api import app as api_app
+
+    def handler(environ, start_response):
+        _ctx(secure, 'project_admin').can('placement:no_such:rule')
+
+    answered = []
+    wrapped = api_app.FaultWrapper(handler)
+    environ = {'REQUEST_METHOD': 'GET', 'PATH_INFO': '/x',
+               'SERVER_NAME': 'x', 'SERVER_PORT': '80',
+               'wsgi.url_scheme': 'http', 'HTTP_ACCEPT': 'application/json'}
+    with caplog.at_level('DEBUG'):
+        body = b''.join(wrapped(environ, lambda status, headers, exc=None:
+                                answered.append(status)))
+    assert answered[0].startswith('500'), answered
+    assert b'no_such' in body
+    tracebacks = [record for record in caplog.records if record.exc_info]
+    assert len(tracebacks) == 1, [r.getMessage() for r in caplog.records]
