@@ -36,10 +36,15 @@ class Health:
         if self.route_key:
             environ[self.route_key] = PATH
         if environ.get('REQUEST_METHOD') not in ('GET', 'HEAD'):
-            return _answer(start_response, '405 Method Not Allowed',
-                           {'status': 'failed',
-                            'error': 'GET or HEAD only'},
-                           [('Allow', 'GET, HEAD')])
+            # Placement's error shape, as every other route's.
+            return _answer(start_response, '405 Method Not Allowed', {
+                'errors': [{
+                    'status': 405, 'title': 'Method Not Allowed',
+                    'detail': 'The method specified is not allowed for '
+                              'this resource.',
+                    'code': 'placement.undefined_code',
+                    'request_id': environ.get('openstack.request_id')}]},
+                [('Allow', 'GET, HEAD')])
         started = time.monotonic()
         document = {'engine': self.engine}
         try:

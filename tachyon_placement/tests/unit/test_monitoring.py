@@ -81,3 +81,29 @@ def test_recorded_series_come_out_in_text_format():
             'tachyon_engine_errors_total{engine="falkordb",kind="read"}',
             'tachyon_allocation_write_retries_total'):
         assert line in text, line
+
+
+def test_health_answers_another_method_in_placements_error_shape():
+    import json
+
+    from tachyon_placement.monitoring import health
+
+    answered = []
+    probe = health.Health(lambda environ, start: [b'app'],
+                          check=lambda: {'graph_version': 7},
+                          engine='falkordb')
+    body = probe({'PATH_INFO': health.PATH, 'REQUEST_METHOD': 'POST',
+                  'openstack.request_id': 'req-1'},
+                 lambda status, headers, exc=None: answered.append(
+                     (status, dict(headers))))
+    status, headers = answered[0]
+    assert status.startswith('405') and headers['Allow'] == 'GET, HEAD'
+    error, = json.loads(b''.join(body))['errors']
+    assert (error['status'], error['request_id']) == (405, 'req-1')
+    body = probe({'PATH_INFO': health.PATH, 'REQUEST_METHOD': 'GET'},
+                 lambda status, headers, exc=None: answered.append(
+                     (status, dict(headers))))
+    assert answered[-1][0].startswith('200')
+    assert json.loads(b''.join(body))['graph_version'] == 7
+    assert probe({'PATH_INFO': '/resource_providers'},
+                 lambda *args: None) == [b'app']
