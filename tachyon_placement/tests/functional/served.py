@@ -244,6 +244,20 @@ class ServedFeed:
         return 0
 
 
+def scrape_metrics(base, token='admin', accept='text/plain'):
+    """(status, Content-Type, text) of GET /tachyon/monitoring/metrics."""
+    request = urllib.request.Request(base + '/tachyon/monitoring/metrics')
+    if token:
+        request.add_header('x-auth-token', token)
+    request.add_header('accept', accept)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return (response.status, response.headers['Content-Type'],
+                    response.read().decode())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers['Content-Type'], exc.read().decode()
+
+
 def json_request(base, method, path, body=None, version='latest',
                  token='admin', service='placement', timeout=60):
     """(status, JSON body or None) of one request to the service at

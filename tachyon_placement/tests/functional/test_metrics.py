@@ -29,22 +29,8 @@ def _ok(result, *statuses):
     return body
 
 
-def _scrape(base, token='admin', accept='text/plain'):
-    """(status, Content-Type, text) of GET /tachyon/monitoring/metrics."""
-    request = urllib.request.Request(base + '/tachyon/monitoring/metrics')
-    if token:
-        request.add_header('x-auth-token', token)
-    request.add_header('accept', accept)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return (response.status, response.headers['Content-Type'],
-                    response.read().decode())
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers['Content-Type'], exc.read().decode()
-
-
 def test_the_route_answers_404_while_metrics_are_off(api):
-    status, content_type, text = _scrape(api.url)
+    status, content_type, text = served.scrape_metrics(api.url)
     assert status == 404, text
     assert content_type == 'application/json'
     assert '[metrics] enabled' in json.loads(text)['errors'][0]['detail']
@@ -157,14 +143,14 @@ def test_prometheus_scrapes_what_every_worker_counted(metrics_api, tmp_path):
 
     # The API route gives the same text to a caller with a token (any
     # worker: every worker's values).
-    status, content_type, text = _scrape(api.url)
+    status, content_type, text = served.scrape_metrics(api.url)
     assert status == 200 and content_type.startswith('text/plain'), text
     assert re.search(r'tachyon_http_requests_total\{[^}]*route="'
                      r'/allocation_candidates"[^}]*\} %d\.0' % searches,
                      text), text[:2000]
     # Without a token: refused, like every Tachyon route; JSON only: 406.
-    assert _scrape(api.url, token=None)[0] == 401
-    assert _scrape(api.url, accept='application/json')[0] == 406
+    assert served.scrape_metrics(api.url, token=None)[0] == 401
+    assert served.scrape_metrics(api.url, accept='application/json')[0] == 406
 
 
 def _health(base):

@@ -5,7 +5,6 @@ import http.server
 import os
 import threading
 import time
-import urllib.request
 
 import pytest
 
@@ -88,11 +87,9 @@ def _status(api, name):
 
 def _metric_lines(api):
     """The lines of the service's Prometheus metrics (an admin's view)."""
-    request = urllib.request.Request(api.url + '/tachyon/monitoring/metrics')
-    request.add_header('x-auth-token', 'admin')
-    request.add_header('accept', 'text/plain')
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return response.read().decode().splitlines()
+    status, _content_type, text = served.scrape_metrics(api.url)
+    assert status == 200, text
+    return text.splitlines()
 
 
 def _wait_for_order(api, wanted, timeout):
