@@ -45,7 +45,11 @@ def open_store(conf, sync=True, read_replica=False):
     ``read_replica``: see graph.store.open_engine."""
     store = compose(graph_store.open_engine(conf, read_replica))
     if sync:
-        store.sync()
+        try:
+            store.sync()
+        except Exception:
+            store.close()    # e.g. a newer schema: nothing left running
+            raise
     return store
 
 

@@ -25,6 +25,7 @@ from tachyon_placement.api import wsgi
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
 from tachyon_placement.feed import server as feed_server
+from tachyon_placement.graph import migrations
 from tachyon_placement.monitoring import metrics
 from tachyon_placement.wsgi import malloc_arenas
 
@@ -158,7 +159,12 @@ def main(argv=None):
     conf = tachyon_conf.service_conf(
         sys.argv[1:] if argv is None else argv, cli_opts)
     malloc_arenas.cap()
-    application = deploy.loadapp(conf)
+    try:
+        application = deploy.loadapp(conf)
+    except migrations.NewerSchema as exc:
+        LOG.error('%s', exc)
+        print('tachyon-placement-api: %s' % exc, file=sys.stderr)
+        return 1
     if conf.metrics.enabled and conf.metrics.listen_port:
         metrics.serve(conf.metrics.listen_host, conf.metrics.listen_port)
     server = simple_server.make_server(

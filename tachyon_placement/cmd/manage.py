@@ -1,8 +1,11 @@
 """tachyon-manage: administrative commands.
 
 ``tachyon-manage --config-file FILE db sync`` creates the graph's indexes
-and constraints and syncs the standard resource classes (os-resource-classes)
-and traits (os-traits).  The API does the same on start, idempotently.
+and constraints, brings a graph an older release wrote to this release's
+schema version (graph/migrations.py; a graph a newer release wrote is
+refused, exit 1) and syncs the standard resource classes
+(os-resource-classes) and traits (os-traits).  The API does the same on
+start, idempotently.
 
 ``tachyon-manage --config-file FILE db import --from URL`` copies an
 openstack-placement database (SQLAlchemy URL: mysql+pymysql://...,
@@ -20,12 +23,21 @@ from tachyon_placement import deploy
 
 
 def db_sync(conf):
+    from tachyon_placement.graph import migrations
+    from tachyon_placement.graph import schema
     store = deploy.open_store(conf, sync=False)
     try:
-        store.sync()
+        steps = store.sync()
+    except migrations.NewerSchema as exc:
+        print('tachyon-manage db sync refused: %s' % exc, file=sys.stderr)
+        return 1
     finally:
         store.close()
-    print('Graph schema, standard resource classes and traits are in sync.')
+    for step in steps:
+        print('Migrated the graph to schema version %d: %s.'
+              % (step.version, step.summary))
+    print('Graph schema (version %d), standard resource classes and traits '
+          'are in sync.' % schema.SCHEMA_VERSION)
     return 0
 
 

@@ -18,6 +18,8 @@ from oslo_upgradecheck import upgradecheck
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
 from tachyon_placement.graph import engine
+from tachyon_placement.graph import migrations
+from tachyon_placement.graph import schema
 from tachyon_placement import policy
 from tachyon_placement.telemetry import collector
 
@@ -54,6 +56,30 @@ class Checks(upgradecheck.UpgradeCommands):
                           '([graph] connection): %s' % exc)
         return Result(Code.SUCCESS, 'Graph engine %s reached, graph version '
                       '%d.' % (self._graph().engine.dialect, version.version))
+
+    def _check_schema_version(self):
+        try:
+            found = self._graph().schema.version()
+        except Exception as exc:  # noqa: BLE001
+            return Result(Code.FAILURE, 'Cannot read the graph\'s schema '
+                          'version: %s' % exc)
+        known = schema.SCHEMA_VERSION
+        if found is None:
+            return Result(Code.FAILURE, 'The graph is empty: run '
+                          '"tachyon-manage db sync".')
+        if found > known:
+            return Result(Code.FAILURE, str(migrations.NewerSchema(
+                found, known)))
+        if found < known:
+            steps = migrations.pending(found, known)
+            return Result(Code.WARNING, 'The graph has schema version %s, '
+                          'this release %d: run "tachyon-manage db sync" '
+                          '(the API also does on start) to %s.' % (
+                              found if found != migrations.UNVERSIONED
+                              else '0 (none recorded)', known,
+                              '; '.join(step.summary for step in steps)))
+        return Result(Code.SUCCESS, 'The graph has schema version %d, this '
+                      'release\'s.' % known)
 
     def _check_standard_names(self):
         try:
@@ -132,6 +158,7 @@ class Checks(upgradecheck.UpgradeCommands):
 
     _upgrade_checks = (
         ('Graph engine', _check_graph),
+        ('Schema version', _check_schema_version),
         ('Standard resource classes and traits', _check_standard_names),
         ('Policy rules', _check_policy_rules),
         ('Policy File JSON to YAML Migration', _check_policy_json),

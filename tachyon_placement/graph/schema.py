@@ -1,5 +1,29 @@
-"""Indexes and uniqueness constraints, per engine (DDL differs)."""
+"""The graph's schema: the version of its shape, and its indexes and
+uniqueness constraints, per engine (DDL differs)."""
 from tachyon_placement.graph.cypher import Statement
+
+# The version of the graph's shape (labels, properties and what they mean)
+# this release reads and writes, recorded on ``(:Meta {key: 'schema'})`` by
+# ``db sync`` (and the API's start).  A graph written before versions were
+# recorded counts as 0.  Raise it together with a step in
+# graph/migrations.py whenever a release changes the shape.
+SCHEMA_VERSION = 1
+
+# The recorded version, and whether the graph holds anything at all (an
+# empty graph is new, not version 0).
+SCHEMA_READ = Statement('schema_version_read', common="""
+OPTIONAL MATCH (schema:Meta {key: 'schema'})
+WITH schema.version AS version
+OPTIONAL MATCH (anything)
+WITH version, anything
+LIMIT 1
+RETURN version, anything IS NOT NULL AS populated
+""")
+
+SCHEMA_RECORD = Statement('schema_version_record', common="""
+MERGE (schema:Meta {key: 'schema'})
+SET schema.version = $version
+""")
 
 # (label, property, unique)
 #

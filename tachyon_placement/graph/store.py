@@ -16,9 +16,11 @@ from tachyon_placement.graph import allocations
 from tachyon_placement.graph import feed
 from tachyon_placement.graph import importer
 from tachyon_placement.graph import inventories
+from tachyon_placement.graph import migrations
 from tachyon_placement.graph import pci_affinity
 from tachyon_placement.graph import providers
 from tachyon_placement.graph import reshaper
+from tachyon_placement.graph import schema
 from tachyon_placement.graph import telemetry
 from tachyon_placement.graph import resource_classes
 from tachyon_placement.graph import topology
@@ -49,6 +51,7 @@ class Store:
     def __init__(self, engine, models):
         self.engine = engine
         self.versions = versioning.VersionStore(engine)
+        self.schema = migrations.SchemaStore(engine)
         self.resource_classes = resource_classes.ResourceClassStore(engine)
         self.providers = providers.ProviderStore(engine)
         self.traits = traits.TraitStore(engine, self.providers)
@@ -72,10 +75,18 @@ class Store:
         self.worlds = self.candidates = self.feed = None
 
     def sync(self):
-        """Idempotent start-up work: schema, standard classes and traits."""
+        """Idempotent start-up work: refuse a graph a newer release wrote,
+        indexes and constraints, the steps that bring an older graph to
+        this release's schema, standard classes and traits, then record
+        the schema version.  Returns the steps it ran."""
+        steps = migrations.pending(self.schema.version(creating=True))
         self.engine.ensure_schema()
+        for step in steps:
+            step.apply(self)
         self.resource_classes.sync(os_resource_classes.STANDARDS)
         self.traits.sync(os_traits.get_traits())
+        self.schema.record(schema.SCHEMA_VERSION)
+        return steps
 
     def close(self):
         self.engine.close()

@@ -7,6 +7,8 @@ import sys
 from tachyon_placement import deploy
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement.graph.cypher import Statement
+from tachyon_placement.graph import migrations
+from tachyon_placement.graph.schema import SCHEMA_VERSION
 from tachyon_placement.tests.functional.fixtures import engine as engines
 from tachyon_placement.tests.functional import served
 
@@ -74,3 +76,66 @@ def test_an_engine_that_does_not_answer_fails_the_check(tmp_path):
     code, out = _check(str(config))
     assert code == 2, out
     assert 'cannot be reached' in out, out
+
+
+def _manage(config, *args):
+    return subprocess.run(
+        [sys.executable, '-m', 'tachyon_placement.cmd.manage',
+         '--config-file', config] + list(args),
+        capture_output=True, text=True, timeout=300)
+
+
+def _record_schema(config, version):
+    conf = tachyon_conf.new_conf(['--config-file', config])
+    store = deploy.open_store(conf, sync=False)
+    try:
+        if version is None:
+            store.engine.write(DROP_SCHEMA)
+        else:
+            store.schema.record(version)
+        return store.schema.version()
+    finally:
+        store.close()
+
+
+DROP_SCHEMA = Statement('test_drop_schema_version', common="""
+MATCH (schema:Meta {key: 'schema'})
+DELETE schema
+""")
+
+
+def test_schema_version_older_is_migrated_newer_is_refused(api):
+    api.stop()
+    assert _record_schema(api.config, SCHEMA_VERSION) == SCHEMA_VERSION
+    code, out = _check(api.config)
+    assert code == 0 and 'schema version %d' % SCHEMA_VERSION in out, out
+
+    # A graph an earlier release wrote: no version recorded, data there.
+    assert _record_schema(api.config, None) == migrations.UNVERSIONED
+    code, out = _check(api.config)
+    assert code == 1, out
+    assert '0 (none recorded)' in out and 'db sync' in out, out
+    synced = _manage(api.config, 'db', 'sync')
+    assert synced.returncode == 0, synced.stderr
+    assert 'Migrated the graph to schema version 1' in synced.stdout
+    assert _check(api.config)[0] == 0
+    again = _manage(api.config, 'db', 'sync')
+    assert 'Migrated' not in again.stdout, again.stdout
+
+    # A graph a newer release wrote: refused by the check, db sync and
+    # the API, and left as it is.
+    newer = SCHEMA_VERSION + 1
+    _record_schema(api.config, newer)
+    code, out = _check(api.config)
+    assert code == 2 and 'newer release' in out, out
+    refused = _manage(api.config, 'db', 'sync')
+    assert refused.returncode == 1, refused.stdout
+    assert 'refused' in refused.stderr and 'version %d' % newer in \
+        refused.stderr, refused.stderr
+    started = subprocess.run(
+        [sys.executable, '-m', 'tachyon_placement.cmd.api',
+         '--config-file', api.config, '--port', str(served.free_port())],
+        capture_output=True, text=True, timeout=120)
+    assert started.returncode == 1, started.stdout + started.stderr
+    assert 'newer release' in started.stderr, started.stderr
+    assert _record_schema(api.config, SCHEMA_VERSION) == SCHEMA_VERSION

@@ -1,0 +1,76 @@
+"""The graph's schema version and the steps that bring an older graph to it.
+
+``Store.sync`` (``tachyon-manage db sync``, and each API process's start)
+reads the version recorded on the graph, refuses a graph a newer release
+wrote (this code would misread it), runs the steps from the recorded
+version up to schema.SCHEMA_VERSION, then records it.  Steps are
+idempotent: two processes starting together may both run one, and a step
+interrupted half-way is run again by the next sync.
+"""
+import collections
+
+from tachyon_placement.graph import engine
+from tachyon_placement.graph import schema
+
+# The version a graph written before versions were recorded counts as.
+UNVERSIONED = 0
+
+# One step: the version it brings the graph to, what it changes (shown by
+# db sync), and the function (store) -> None that does it.
+Step = collections.namedtuple('Step', 'version summary apply')
+
+
+def _record_only(store):
+    """Version 1 is the shape of every earlier release: the first version
+    recorded, nothing to rewrite."""
+
+
+STEPS = (
+    Step(1, 'record the schema version (the shape is unchanged)',
+         _record_only),
+)
+
+
+class NewerSchema(Exception):
+    """The graph was written by a release with a newer schema."""
+
+    def __init__(self, found, known):
+        super().__init__(
+            'The graph has schema version %d, written by a newer release of '
+            'Tachyon; this release knows versions up to %d and will not '
+            'read or change it. Run the newer release (or restore a backup '
+            'taken before the upgrade).' % (found, known))
+        self.found = found
+        self.known = known
+
+
+class SchemaStore(engine.ResourceStore):
+    """Store.schema: the version of the graph's shape."""
+
+    def version(self, creating=False):
+        """The recorded schema version; UNVERSIONED for a graph holding
+        data but no version; None for an empty graph.  Read where the
+        writes go (a replica may not have the latest); ``creating``: as a
+        write, which FalkorDB answers for a graph key that does not exist
+        yet (sync, before anything made it) where a read fails."""
+        run = self.engine.write if creating else self.engine.read_primary
+        rows = run(schema.SCHEMA_READ)
+        if not rows:
+            return None
+        row = rows[0]
+        if row['version'] is not None:
+            return row['version']
+        return UNVERSIONED if row['populated'] else None
+
+    def record(self, version):
+        self.engine.write(schema.SCHEMA_RECORD, version=version)
+
+
+def pending(found, target=schema.SCHEMA_VERSION):
+    """The steps that bring a graph at ``found`` (None: empty) to
+    ``target``; raises NewerSchema for a graph past it."""
+    if found is None:
+        return []   # a new graph is made in the current shape
+    if found > target:
+        raise NewerSchema(found, target)
+    return [step for step in STEPS if found < step.version <= target]
