@@ -39,9 +39,13 @@ cli_opts = [
 
 
 # How long and how much a closing connection reads of what the client
-# still sends (see ThreadingWSGIServer.shutdown_request).
+# still sends (see ThreadingWSGIServer.shutdown_request).  The time bounds
+# what a refused client holds (a thread for 2 s at most, as Apache's
+# lingering close); the bytes are well past what a client sends before it
+# reads a refusal: 8 MiB was not (a 10 MB body refused with 413 was reset
+# under its client once the drain stopped at 8 MiB).
 LINGER_SECONDS = 2.0
-LINGER_BYTES = 8 * 1024 * 1024
+LINGER_BYTES = 64 * 1024 * 1024
 
 
 # The start of a request line for the change feed.
