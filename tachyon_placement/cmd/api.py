@@ -165,7 +165,7 @@ def main(argv=None):
     malloc_arenas.cap()
     try:
         application = deploy.loadapp(conf)
-    except migrations.NewerSchema as exc:
+    except migrations.Refused as exc:
         LOG.error('%s', exc)
         print('tachyon-placement-api: %s' % exc, file=sys.stderr)
         return 1

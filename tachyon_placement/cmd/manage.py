@@ -7,6 +7,10 @@ refused, exit 1) and syncs the standard resource classes
 (os-resource-classes) and traits (os-traits).  The API does the same on
 start, idempotently.
 
+``tachyon-manage --config-file FILE db backup FILE`` writes the graph, at
+one graph version, while the service serves; ``db restore FILE`` writes
+such a file into an empty graph (backup/run.py).
+
 ``tachyon-manage --config-file FILE db import --from URL`` copies an
 openstack-placement database (SQLAlchemy URL: mysql+pymysql://...,
 postgresql://..., sqlite:///...) into the graph (importing/run.py):
@@ -28,7 +32,7 @@ def db_sync(conf):
     store = deploy.open_store(conf, sync=False)
     try:
         steps = store.sync()
-    except migrations.NewerSchema as exc:
+    except migrations.Refused as exc:
         print('tachyon-manage db sync refused: %s' % exc, file=sys.stderr)
         return 1
     finally:
@@ -81,6 +85,61 @@ def db_import(conf):
     return 0
 
 
+def db_backup(conf):
+    from tachyon_placement.backup import run
+    from tachyon_placement.graph import engine
+    command = conf.command
+    store = deploy.open_store(conf, sync=False)
+    try:
+        done = run.backup(store, command.file, sys.stderr,
+                          progress=not command.no_progress)
+    except (run.BackupFailed, engine.GraphError, OSError) as exc:
+        print('tachyon-manage db backup: failed, nothing written: %s' % exc,
+              file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print('Backed up graph version %d (schema %s): %d nodes, %d '
+          'relationships in %.1f s to %s.' % (
+              done['graph_version'], done['schema_version'], done['nodes'],
+              done['relationships'], done['seconds'], command.file))
+    return 0
+
+
+def db_restore(conf):
+    from tachyon_placement.backup import archive
+    from tachyon_placement.backup import run
+    from tachyon_placement.graph import backups
+    from tachyon_placement.graph import engine
+    from tachyon_placement.graph import migrations
+    command = conf.command
+    store = deploy.open_store(conf, sync=False)
+    try:
+        done = run.restore(store, command.file, sys.stderr,
+                           progress=not command.no_progress)
+    except (archive.BadBackup, backups.NotEmpty,
+            migrations.Refused) as exc:
+        print('tachyon-manage db restore: refused: %s' % exc,
+              file=sys.stderr)
+        return 3
+    except (run.BackupFailed, engine.GraphError) as exc:
+        print('tachyon-manage db restore: failed, the graph is empty again: '
+              '%s' % exc, file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    for step in done['steps']:
+        print('Migrated the graph to schema version %d: %s.'
+              % (step.version, step.summary))
+    print('Restored graph version %d (taken %s): %d nodes, %d relationships '
+          'in %.1f s; the graph version is now %d (change feed clients '
+          'relist: their cursors get 410).' % (
+              done['graph_version'], done['taken_at'], done['nodes'],
+              done['relationships'], done['seconds'],
+              done['restored_version']))
+    return 0
+
+
 def _positive(text):
     try:
         value = int(text)
@@ -118,6 +177,21 @@ def _add_commands(subparsers):
     imports.add_argument('--no-progress', action='store_true',
                          help='No progress bars.')
     imports.set_defaults(func=db_import)
+    backup = db_commands.add_parser(
+        'backup', help='Write the graph, read at one graph version while '
+                       'the service serves, to FILE (JSON lines; .gz: '
+                       'compressed).')
+    backup.add_argument('file', metavar='FILE')
+    backup.add_argument('--no-progress', action='store_true',
+                        help='No progress bars.')
+    backup.set_defaults(func=db_backup)
+    restore = db_commands.add_parser(
+        'restore', help='Write a backup into an empty graph (no API '
+                        'serving it), then sync it to this release.')
+    restore.add_argument('file', metavar='FILE')
+    restore.add_argument('--no-progress', action='store_true',
+                         help='No progress bars.')
+    restore.set_defaults(func=db_restore)
 
 
 def main(argv=None):

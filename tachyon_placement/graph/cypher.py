@@ -30,6 +30,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.pci_affinity',
     'tachyon_placement.graph.feed',
     'tachyon_placement.graph.importer',
+    'tachyon_placement.graph.backups',
 )
 
 

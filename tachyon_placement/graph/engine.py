@@ -29,6 +29,20 @@ class QueryBoundBroken(GraphError):
     """An operator's query broke its bounds in memory, time or rows."""
 
 
+class Frozen:
+    """What Engine.frozen gives: ``read(statement, **params)`` (rows) and
+    ``scan(statement, **params)`` (rows one by one, in bounded memory) of
+    the graph as it was when the view began.  A statement given to scan
+    takes ``$first`` and ``$last``: engines that page it (FalkorDB) read
+    the nodes whose ids are in [first, last) at a time."""
+
+    def read(self, statement, **params):
+        raise NotImplementedError
+
+    def scan(self, statement, **params):
+        raise NotImplementedError
+
+
 class Section:
     """The outcome of an ``Engine.exclusive`` section."""
 
@@ -75,6 +89,12 @@ class Engine:
         raise NotImplementedError
 
     def ensure_schema(self):
+        raise NotImplementedError
+
+    def frozen(self):
+        """A context manager giving a Frozen view of the graph as it is
+        at one moment (one graph version), which writes after it do not
+        change, without holding the whole graph in memory (backups)."""
         raise NotImplementedError
 
     def exclusive(self, keys=()):

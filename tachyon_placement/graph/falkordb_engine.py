@@ -17,6 +17,7 @@ generations, and an attempt that cannot get its locks in time goes on
 without them.
 """
 import contextlib
+import os
 import random
 import socket
 import threading
@@ -67,6 +68,34 @@ for _, key in ipairs(KEYS) do
 end
 return released
 """
+
+
+class _FrozenCopy(engine.Frozen):
+    """A private copy of the graph: nobody writes it, so a scan reads it
+    by windows of node ids, each reply bounded."""
+
+    WINDOW = 2000
+
+    def __init__(self, graph, dialect):
+        self._graph = graph
+        self._dialect = dialect
+
+    def read(self, statement, **params):
+        try:
+            result = self._graph.ro_query(statement.text(self._dialect),
+                                          params)
+        except redis.exceptions.RedisError as exc:
+            raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+        columns = [column[1] for column in result.header]
+        return [dict(zip(columns, row)) for row in result.result_set]
+
+    def scan(self, statement, **params):
+        top = self.read(schema.TOP_NODE_ID)[0]['top']
+        if top is None:
+            return
+        for first in range(0, top + 1, self.WINDOW):
+            yield from self.read(statement, first=first,
+                                 last=first + self.WINDOW, **params)
 
 
 class FalkorDBEngine(engine.Engine):
@@ -229,6 +258,23 @@ class FalkorDBEngine(engine.Engine):
     def write(self, statement, **params):
         return engine.counted(self.dialect, 'write', self._run, statement,
                               params, False)
+
+    @contextlib.contextmanager
+    def frozen(self):
+        """A copy of the graph (GRAPH.COPY: a consistent snapshot taken
+        at once, while the graph goes on serving reads and writes), read
+        and deleted; the server holds both meanwhile."""
+        name = '%s.frozen.%d.%s' % (self._graph.name, os.getpid(),
+                                    uuid.uuid4().hex[:8])
+        try:
+            copy = self._graph.copy(name)
+        except redis.exceptions.RedisError as exc:
+            raise engine.GraphError('copying the graph: %s' % exc) from exc
+        try:
+            yield _FrozenCopy(copy, self.dialect)
+        finally:
+            with contextlib.suppress(redis.exceptions.RedisError):
+                copy.delete()
 
     def ensure_schema(self):
         """Create what is missing, drop what is obsolete, and nothing

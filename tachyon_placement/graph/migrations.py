@@ -31,7 +31,11 @@ STEPS = (
 )
 
 
-class NewerSchema(Exception):
+class Refused(Exception):
+    """The graph is not one this release may serve or change as it is."""
+
+
+class NewerSchema(Refused):
     """The graph was written by a release with a newer schema."""
 
     def __init__(self, found, known):
@@ -42,6 +46,17 @@ class NewerSchema(Exception):
             'taken before the upgrade).' % (found, known))
         self.found = found
         self.known = known
+
+
+class RestoreUnfinished(Refused):
+    """A restore into the graph began and did not finish."""
+
+    def __init__(self, source):
+        super().__init__(
+            'A restore of %s into the graph did not finish: run "tachyon-'
+            'manage db restore" again (it starts from an empty graph).'
+            % source)
+        self.source = source
 
 
 class SchemaStore(engine.ResourceStore):

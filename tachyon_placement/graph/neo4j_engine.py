@@ -54,6 +54,26 @@ class _Exclusive(engine.Section):
         self.tx = tx
 
 
+class _FrozenTransaction(engine.Frozen):
+    """Reads in the transaction holding the graph version's lock; a scan
+    streams its rows as the server sends them (no paging needed)."""
+
+    def __init__(self, tx, dialect):
+        self._tx = tx
+        self._dialect = dialect
+
+    def read(self, statement, **params):
+        return list(self.scan(statement, **params))
+
+    def scan(self, statement, **params):
+        try:
+            for record in self._tx.run(statement.text(self._dialect),
+                                       params):
+                yield {key: _plain(value) for key, value in record.items()}
+        except neo4j.exceptions.Neo4jError as exc:
+            raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+
+
 class Neo4jEngine(engine.Engine):
     dialect = 'neo4j'
 
@@ -231,6 +251,24 @@ class Neo4jEngine(engine.Engine):
     def write(self, statement, **params):
         return engine.counted(self.dialect, 'write', self._run, statement,
                               params, False)
+
+    @contextlib.contextmanager
+    def frozen(self):
+        """One transaction that first takes the graph version's lock:
+        every write that changes the graph bumps that version, so writes
+        wait until the view ends, and what it reads is one version (Neo4j
+        Community has no snapshot of its own).  Rolled back at the end."""
+        with self._session(neo4j.WRITE_ACCESS) as session:
+            tx = session.begin_transaction()
+            try:
+                try:
+                    tx.run(versioning.SETTLED.text(self.dialect)).consume()
+                except neo4j.exceptions.Neo4jError as exc:
+                    raise engine.GraphError('locking the graph version: %s'
+                                            % exc) from exc
+                yield _FrozenTransaction(tx, self.dialect)
+            finally:
+                _close_quietly(tx)
 
     def ensure_schema(self):
         for statement in schema.DROP_OBSOLETE + schema.SCHEMA:

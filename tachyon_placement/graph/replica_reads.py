@@ -137,6 +137,9 @@ class ReplicaReads(engine.Engine):
     def reset(self):
         return self.primary.reset()
 
+    def frozen(self):
+        return self.primary.frozen()
+
     def drop_graph(self):
         return self.primary.drop_graph()
 

@@ -132,18 +132,20 @@ RELATIONSHIP_TYPES = ('PARENT_OF', 'PROVIDES', 'HAS_TRAIT', 'MEMBER_OF',
                       'HAS_DEVICE', 'IN_SOCKET', 'ON_NUMA_NODE', 'HAS_VF',
                       'REPRESENTED_BY')
 
+# Every relationship type the service writes (backups refuse others).
+RELATIONSHIP_TYPES = (
+    'PARENT_OF', 'PROVIDES', 'HAS_TRAIT', 'MEMBER_OF', 'CONSUMES',
+    'HAS_SOCKET', 'HAS_NUMA_NODE', 'HAS_DEVICE', 'IN_SOCKET', 'ON_NUMA_NODE',
+    'HAS_VF', 'REPRESENTED_BY')
+
+# Makes the engine know every type before a read names one (a read of an
+# unknown type is an error on FalkorDB, a notice on Neo4j).
 REGISTER_RELATIONSHIP_TYPES = Statement(
-    'schema_relationship_types', common='''
-CREATE (a:SchemaProbe)
-CREATE (b:SchemaProbe)
-CREATE (a)-[:PARENT_OF]->(b), (a)-[:PROVIDES]->(b), (a)-[:HAS_TRAIT]->(b),
-       (a)-[:MEMBER_OF]->(b), (a)-[:CONSUMES]->(b)
-CREATE (a)-[:HAS_SOCKET]->(b), (a)-[:HAS_NUMA_NODE]->(b),
-       (a)-[:HAS_DEVICE]->(b), (a)-[:IN_SOCKET]->(b),
-       (a)-[:ON_NUMA_NODE]->(b), (a)-[:HAS_VF]->(b),
-       (a)-[:REPRESENTED_BY]->(b)
-DETACH DELETE a, b
-''')
+    'schema_relationship_types', common=(
+        'CREATE (a:SchemaProbe)\nCREATE (b:SchemaProbe)\n'
+        + ''.join('CREATE (a)-[:%s]->(b)\n' % kind
+                  for kind in RELATIONSHIP_TYPES)
+        + 'DETACH DELETE a, b\n'))
 
 DELETE_ALL = Statement('delete_all', common='MATCH (n) DETACH DELETE n')
 
@@ -161,6 +163,15 @@ RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS props
 MATCH (n)
 WHERE NOT n:MetricValues AND NOT n:CollectorRun
 RETURN toString(id(n)) AS id, labels(n) AS labels, properties(n) AS props
+""")
+
+# The highest node id (FalkorDB: a scan of a copy goes by windows of ids).
+TOP_NODE_ID = Statement('top_node_id', neo4j="""
+MATCH (n)
+RETURN count(n) AS top
+""", falkordb="""
+MATCH (n)
+RETURN max(id(n)) AS top
 """)
 
 EXPORT_RELATIONSHIPS = Statement('export_relationships', neo4j="""

@@ -13,6 +13,7 @@ import os_traits
 
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
+from tachyon_placement.graph import backups
 from tachyon_placement.graph import feed
 from tachyon_placement.graph import importer
 from tachyon_placement.graph import inventories
@@ -52,6 +53,7 @@ class Store:
         self.engine = engine
         self.versions = versioning.VersionStore(engine)
         self.schema = migrations.SchemaStore(engine)
+        self.backups = backups.BackupStore(engine)
         self.resource_classes = resource_classes.ResourceClassStore(engine)
         self.providers = providers.ProviderStore(engine)
         self.traits = traits.TraitStore(engine, self.providers)
@@ -75,10 +77,14 @@ class Store:
         self.worlds = self.candidates = self.feed = None
 
     def sync(self):
-        """Idempotent start-up work: refuse a graph a newer release wrote,
+        """Idempotent start-up work: refuse a graph a newer release wrote
+        or a restore has not finished (migrations.Refused),
         indexes and constraints, the steps that bring an older graph to
         this release's schema, standard classes and traits, then record
         the schema version.  Returns the steps it ran."""
+        restoring = self.backups.unfinished()
+        if restoring is not None:
+            raise migrations.RestoreUnfinished(restoring)
         steps = migrations.pending(self.schema.version(creating=True))
         self.engine.ensure_schema()
         for step in steps:

@@ -22,6 +22,7 @@ ALLOWED = {
     'telemetry': {'domain', 'graph', 'world', 'weighing'},
     'topology': {'domain', 'graph', 'world', 'telemetry'},
     'importing': {'domain', 'graph'},
+    'backup': {'domain', 'graph'},
     'usecases': {'domain', 'graph', 'world', 'weighing', 'telemetry',
                  'topology'},
 }
