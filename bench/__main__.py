@@ -23,6 +23,7 @@ import time
 
 from bench import client as http
 from bench import cloud as cloud_mod
+from bench import backup as backup_bench
 from bench import feed as feed_bench
 from bench import report
 from bench import services as svcs
@@ -160,6 +161,11 @@ def parse_args(argv):
                    help='after loading, time tachyon-manage db import '
                         '--verify of the loaded Placement database into a '
                         'fresh graph (needs --services with placement)')
+    p.add_argument('--backup', action='store_true',
+                   help='after loading, time tachyon-manage db backup '
+                        'while claims go on (their latency beside claims '
+                        'alone) and db restore into an empty graph (see '
+                        'bench/backup.py)')
     p.add_argument('--feed-nice', type=int, default=0,
                    help='niceness of the --feed server (on a machine '
                         'shared with the API, the README recommends '
@@ -429,6 +435,12 @@ def run(args, results, started, sampler_box):
         placement_svc = next(svc for svc in services
                              if svc.name == 'placement')
         results['import'] = import_placement(args, placement_svc)
+
+    # -- tachyon-manage db backup and restore -----------------------------
+    if args.backup and 'tachyon' in loaded:
+        tachyon_svc = next(svc for svc in services if svc.name == 'tachyon')
+        results['backup'] = backup_bench.run(
+            loaded['tachyon'], tachyon_svc, cloud, args, _say)
 
     # -- every server worker warm -------------------------------------------
     if loaded:

@@ -165,7 +165,8 @@ WHERE NOT n:MetricValues AND NOT n:CollectorRun
 RETURN toString(id(n)) AS id, labels(n) AS labels, properties(n) AS props
 """)
 
-# The highest node id (FalkorDB: a scan of a copy goes by windows of ids).
+# The highest node id: a scan of a FalkorDB copy goes by windows of ids.
+# (Neo4j streams a scan whole and never asks; its text only counts.)
 TOP_NODE_ID = Statement('top_node_id', neo4j="""
 MATCH (n)
 RETURN count(n) AS top

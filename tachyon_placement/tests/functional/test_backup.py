@@ -403,3 +403,31 @@ def test_neo4j_to_falkordb_and_back(api, tmp_path):
         assert _reads(back, providers, consumers) == before
     finally:
         back.stop()
+
+
+@pytest.mark.skipif(bool(engines.NEO4J_URI), reason='FalkorDB reads its '
+                    'copy of the graph by windows of node ids; Neo4j streams')
+def test_windows_of_node_ids_read_every_record_once(api, tmp_path,
+                                                    monkeypatch):
+    import io
+
+    from tachyon_placement.backup import run
+    from tachyon_placement.graph import falkordb_engine
+    _populate(api)
+    api.stop()      # the graph stands still: two backups must be equal
+    store = deploy.open_store(
+        tachyon_conf.new_conf(['--config-file', api.config]), sync=False)
+    try:
+        whole = str(tmp_path / 'whole.jsonl')
+        run.backup(store, whole, io.StringIO(), progress=False)
+        monkeypatch.setattr(falkordb_engine._FrozenCopy, 'WINDOW', 7)
+        windowed = str(tmp_path / 'windowed.jsonl')
+        run.backup(store, windowed, io.StringIO(), progress=False)
+    finally:
+        store.close()
+    whole_header, whole_records = _header(whole)
+    windowed_header, windowed_records = _header(windowed)
+    assert whole_header['graph_version'] == windowed_header['graph_version']
+    assert len(whole_records) > 7 * 20
+    assert sorted(map(json.dumps, whole_records)) == sorted(
+        map(json.dumps, windowed_records))

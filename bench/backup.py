@@ -1,0 +1,103 @@
+"""--backup: tachyon-manage db backup of the loaded cloud while the API
+serves and claims go on (their PUT /allocations latency beside the same
+claims with no backup running), the file's size, then db restore of it
+into an empty graph (FalkorDB: a fresh embedded graph of its own; Neo4j:
+the bench's server, emptied, Tachyon stopped meanwhile) and the time."""
+import os
+import random
+import shutil
+import subprocess
+import threading
+import time
+
+from bench import report
+from bench import services as svcs
+from bench import workloads as wl
+
+
+def _manage(python, conf_path, *args):
+    began = time.perf_counter()
+    done = subprocess.run(
+        [python, '-m', 'tachyon_placement.cmd.manage', '--config-file',
+         conf_path, 'db'] + list(args) + ['--no-progress'],
+        capture_output=True, text=True, cwd=svcs.WORK_DIR)
+    seconds = round(time.perf_counter() - began, 2)
+    if done.returncode:
+        raise RuntimeError('db %s: exit %d: %s' % (
+            args[0], done.returncode, done.stderr[-2000:]))
+    return seconds, done.stdout.strip().splitlines()[-1]
+
+
+def _claims(client, hosts, cloud, rng, stop):
+    """PUT /allocations (one VCPU, released again) until ``stop``."""
+    stats = wl.Stats()
+    began = time.monotonic()
+    while not stop.is_set():
+        consumer = '%032x' % rng.getrandbits(128)
+        consumer = '-'.join((consumer[:8], consumer[8:12], consumer[12:16],
+                             consumer[16:20], consumer[20:]))
+        response = client.request('PUT', '/allocations/%s' % consumer, {
+            'allocations': {rng.choice(hosts): {'resources': {'VCPU': 1}}},
+            'project_id': cloud.projects[0], 'user_id': cloud.users[0],
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+        stats.requests += 1
+        if response.status == 204:
+            stats.latencies.append(response.elapsed)
+            client.request('DELETE', '/allocations/%s' % consumer)
+        else:
+            stats.error('PUT /allocations', response)
+    stats.wall = time.monotonic() - began
+    return stats
+
+
+def _with_claims(client, hosts, cloud, seed, action):
+    """(action's result, claim Stats while it ran)."""
+    stop = threading.Event()
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(stats=_claims(
+        client, hosts, cloud, random.Random(seed), stop)), daemon=True)
+    thread.start()
+    try:
+        result = action()
+    finally:
+        stop.set()
+        thread.join(120)
+    return result, box['stats']
+
+
+def run(client, tachyon, cloud, args, say):
+    python = tachyon.python
+    workdir = os.path.join(svcs.WORK_DIR, 'backup')
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    path = os.path.join(workdir, 'graph.jsonl.gz')
+    hosts = [h.root.uuid for h in cloud.hosts
+             if not h.race and h.fill < 0.7]
+    say('backup: claims alone for 10 s, then with db backup running')
+    _none, idle = _with_claims(client, hosts, cloud, args.seed,
+                               lambda: time.sleep(10))
+    (seconds, said), during = _with_claims(
+        client, hosts, cloud, args.seed + 1,
+        lambda: _manage(python, tachyon.conf_path, 'backup', path))
+    size = os.path.getsize(path)
+    say('backup: %ss, %.1f MiB; %s' % (seconds, size / 2 ** 20, said))
+    result = {'engine': tachyon.engine, 'backup_seconds': seconds,
+              'backup_mib': round(size / 2 ** 20, 2), 'backup_said': said,
+              'claims_idle': report.latency_summary(idle.latencies),
+              'claims_during_backup': report.latency_summary(
+                  during.latencies),
+              'claim_errors_during_backup': during.error_count}
+    if tachyon.neo4j:
+        tachyon.gunicorn.stop()
+        svcs.run([python, '-c', svcs._EMPTY_NEO4J, tachyon.neo4j.uri],
+                 'tachyon-empty.log', timeout=1200, cwd=svcs.WORK_DIR)
+        seconds, said = _manage(python, tachyon.conf_path, 'restore', path)
+        tachyon.gunicorn.start()
+    else:
+        conf_path = os.path.join(workdir, 'placement.conf')
+        svcs.write_conf(conf_path, {'graph': {'data_dir': os.path.join(
+            workdir, 'graph')}})
+        seconds, said = _manage(python, conf_path, 'restore', path)
+    say('restore: %ss; %s' % (seconds, said))
+    result.update(restore_seconds=seconds, restore_said=said)
+    return result
