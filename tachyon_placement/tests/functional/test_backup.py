@@ -3,8 +3,10 @@ backup taken while the API serves and is written, restored into an empty
 graph (of the suite's engine, and across engines), answers every
 Placement read as before; generations go on; feed cursors from before get
 410; a bad file or a full graph is refused with nothing written."""
+import glob
 import gzip
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -431,3 +433,61 @@ def test_windows_of_node_ids_read_every_record_once(api, tmp_path,
     assert len(whole_records) > 7 * 20
     assert sorted(map(json.dumps, whole_records)) == sorted(
         map(json.dumps, windowed_records))
+
+
+GRAPHS = os.path.join(os.path.dirname(__file__), 'fixtures', 'graphs')
+
+
+def _fixture_variants(tmp_path):
+    """The kept graphs, each as written, and the newest also as a release
+    before schema versions would have written it (no version recorded)."""
+    kept = sorted(glob.glob(os.path.join(GRAPHS, 'schema-*.jsonl')))
+    assert kept, GRAPHS
+    variants = [(path, path[:-len('.jsonl')] + '.reads.json')
+                for path in kept]
+    header, records = _header(kept[-1])
+    unversioned = str(tmp_path / 'unversioned.jsonl')
+    with open(unversioned, 'w') as out:
+        out.write(json.dumps(dict(header, schema_version=0)) + '\n')
+        kept_records = [record for record in records if not (
+            'node' in record and record['labels'] == ['Meta']
+            and record['properties'].get('key') == 'schema')]
+        kept_records[-1] = {'end': dict(
+            kept_records[-1]['end'],
+            nodes=kept_records[-1]['end']['nodes'] - 1)}
+        for record in kept_records:
+            out.write(json.dumps(record) + '\n')
+    variants.append((unversioned, variants[-1][1]))
+    return variants
+
+
+def test_graphs_earlier_releases_wrote_are_migrated_and_answer(tmp_path):
+    """tests/functional/fixtures/graphs/schema-N.jsonl: a graph written by
+    the release whose schema version was N (made with test_backup's
+    _populate and kept as it was: never regenerated; a release that
+    raises the schema version adds its own), and what Placement's reads
+    answered then.  Restored and migrated by this release, it answers the
+    same."""
+    for index, (path, reads_path) in enumerate(_fixture_variants(tmp_path)):
+        with open(reads_path) as source:
+            expected = json.load(source)
+        target = served.ServedPlacement(tmp_path / ('graph-%d' % index))
+        done = _manage(target.config, 'db', 'restore', path)
+        assert done.returncode == 0, done.stderr
+        version = _header(path)[0]['schema_version']
+        if version < SCHEMA_VERSION:
+            assert 'Migrated the graph to schema version %d' \
+                % SCHEMA_VERSION in done.stdout, done.stdout
+        target.start()
+        try:
+            answers = json.loads(json.dumps(_reads(
+                target, expected['providers'], expected['consumers'])))
+            assert answers == expected['reads'], path
+            _usage_matches_allocations(target)
+        finally:
+            target.stop()
+        check = subprocess.run(
+            [sys.executable, '-m', 'tachyon_placement.cmd.status',
+             '--config-file', target.config, 'upgrade', 'check'],
+            capture_output=True, text=True, timeout=120)
+        assert check.returncode == 0, check.stdout
