@@ -11,6 +11,9 @@ start, idempotently.
 one graph version, while the service serves; ``db restore FILE`` writes
 such a file into an empty graph (backup/run.py).
 
+``tachyon-manage --config-file FILE db export --to URL`` writes the graph
+into an empty openstack-placement database (backup/placement_export.py).
+
 ``tachyon-manage --config-file FILE db import --from URL`` copies an
 openstack-placement database (SQLAlchemy URL: mysql+pymysql://...,
 postgresql://..., sqlite:///...) into the graph (importing/run.py):
@@ -140,6 +143,43 @@ def db_restore(conf):
     return 0
 
 
+def db_export(conf):
+    from tachyon_placement.backup import placement_export
+    from tachyon_placement.importing import run as import_run
+    from tachyon_placement.importing import source as placement_source
+    command = conf.command
+    try:
+        database = placement_source.PlacementDatabase(command.target)
+    except placement_source.NotAPlacementDatabase as exc:
+        print('tachyon-manage db export: %s' % exc, file=sys.stderr)
+        return 2
+    store = deploy.open_store(conf, sync=False)
+    try:
+        try:
+            written = placement_export.export(
+                store, database, sys.stdout,
+                progress=not command.no_progress)
+        except placement_export.ExportRefused as exc:
+            print('tachyon-manage db export: refused: %s' % exc,
+                  file=sys.stderr)
+            return 3
+        except placement_source.SOURCE_ERRORS as exc:
+            print('tachyon-manage db export: failed, nothing written (one '
+                  'transaction): %s' % exc, file=sys.stderr)
+            return 5
+        print('exported to %s: %s' % (
+            database.describe(database.url),
+            ', '.join('%d %s' % (count, table)
+                      for table, count in sorted(written.items()))))
+        if command.verify and import_run.verify(store, database,
+                                                sys.stdout):
+            return 4
+    finally:
+        store.close()
+        database.close()
+    return 0
+
+
 def _positive(text):
     try:
         value = int(text)
@@ -177,6 +217,18 @@ def _add_commands(subparsers):
     imports.add_argument('--no-progress', action='store_true',
                          help='No progress bars.')
     imports.set_defaults(func=db_import)
+    export = db_commands.add_parser(
+        'export', help='Write the graph into an empty openstack-placement '
+                       'database (the way back to Placement).')
+    export.add_argument('--to', dest='target', required=True, metavar='URL',
+                        help='SQLAlchemy URL of a Placement database whose '
+                             'tables "placement-manage db sync" made.')
+    export.add_argument('--verify', action='store_true',
+                        help='Afterwards, compare counts and usages per '
+                             'provider with the graph.')
+    export.add_argument('--no-progress', action='store_true',
+                        help='No progress bars.')
+    export.set_defaults(func=db_export)
     backup = db_commands.add_parser(
         'backup', help='Write the graph, read at one graph version while '
                        'the service serves, to FILE (JSON lines; .gz: '

@@ -31,6 +31,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.feed',
     'tachyon_placement.graph.importer',
     'tachyon_placement.graph.backups',
+    'tachyon_placement.graph.exports',
 )
 
 

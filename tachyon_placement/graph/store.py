@@ -14,6 +14,7 @@ import os_traits
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import backups
+from tachyon_placement.graph import exports
 from tachyon_placement.graph import feed
 from tachyon_placement.graph import importer
 from tachyon_placement.graph import inventories
@@ -54,6 +55,7 @@ class Store:
         self.versions = versioning.VersionStore(engine)
         self.schema = migrations.SchemaStore(engine)
         self.backups = backups.BackupStore(engine)
+        self.exports = exports.ExportStore(engine)
         self.resource_classes = resource_classes.ResourceClassStore(engine)
         self.providers = providers.ProviderStore(engine)
         self.traits = traits.TraitStore(engine, self.providers)

@@ -22,7 +22,7 @@ ALLOWED = {
     'telemetry': {'domain', 'graph', 'world', 'weighing'},
     'topology': {'domain', 'graph', 'world', 'telemetry'},
     'importing': {'domain', 'graph'},
-    'backup': {'domain', 'graph'},
+    'backup': {'domain', 'graph', 'importing'},
     'usecases': {'domain', 'graph', 'world', 'weighing', 'telemetry',
                  'topology'},
 }
