@@ -1,8 +1,10 @@
 """--backup: tachyon-manage db backup of the loaded cloud while the API
 serves and claims go on (their PUT /allocations latency beside the same
-claims with no backup running), the file's size, then db restore of it
-into an empty graph (FalkorDB: a fresh embedded graph of its own; Neo4j:
-the bench's server, emptied, Tachyon stopped meanwhile) and the time."""
+claims with no backup running), the file's size, db export into an empty
+Placement database (SQLite, its tables made by placement-manage db sync),
+then db restore of the backup into an empty graph (FalkorDB: a fresh
+embedded graph of its own; Neo4j: the bench's server, emptied, Tachyon
+stopped meanwhile) and the times."""
 import os
 import random
 import shutil
@@ -26,6 +28,31 @@ def _manage(python, conf_path, *args):
         raise RuntimeError('db %s: exit %d: %s' % (
             args[0], done.returncode, done.stderr[-2000:]))
     return seconds, done.stdout.strip().splitlines()[-1]
+
+
+def _placement_manage(python):
+    """placement-manage beside ``python`` (the test requirements install
+    openstack-placement), else in the bench's Placement venv."""
+    beside = os.path.join(os.path.dirname(python), 'placement-manage')
+    if os.access(beside, os.X_OK):
+        return beside
+    return os.path.join(os.path.dirname(svcs.placement_python(python)),
+                        'placement-manage')
+
+
+def _export(python, conf_path, workdir):
+    """db export into an empty SQLite Placement database: (seconds, the
+    command's last line)."""
+    database = os.path.join(workdir, 'placement.sqlite')
+    placement_conf = os.path.join(workdir, 'placement-export.conf')
+    with open(placement_conf, 'w') as out:
+        out.write('[placement_database]\nconnection = sqlite:///%s\n'
+                  % database)
+    svcs.run([_placement_manage(python), '--config-file', placement_conf,
+              'db', 'sync'], 'placement-db-sync.log', timeout=600,
+             cwd=workdir)
+    return _manage(python, conf_path, 'export', '--to',
+                   'sqlite:///%s' % database)
 
 
 def _claims(client, hosts, cloud, rng, stop):
@@ -87,6 +114,9 @@ def run(client, tachyon, cloud, args, say):
               'claims_during_backup': report.latency_summary(
                   during.latencies),
               'claim_errors_during_backup': during.error_count}
+    seconds, said = _export(python, tachyon.conf_path, workdir)
+    say('export: %ss; %s' % (seconds, said))
+    result.update(export_seconds=seconds, export_said=said)
     if tachyon.neo4j:
         tachyon.gunicorn.stop()
         svcs.run([python, '-c', svcs._EMPTY_NEO4J, tachyon.neo4j.uri],
