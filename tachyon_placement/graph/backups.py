@@ -115,6 +115,9 @@ RETURN row.id AS id, id(n) AS node
 
 
 def _relationship_statement(kind):
+    # FalkorDB seeks a node by id only for a plain variable: given
+    # ``row.start`` it scanned every node for every row (a restore of
+    # 10,000 hosts did not end; test_statement_plans checks the seek).
     return Statement('backup_restore_%s' % kind.lower(), neo4j="""
 UNWIND $rows AS row
 MATCH (a) WHERE elementId(a) = row.start
@@ -124,8 +127,9 @@ SET r += row.props
 RETURN count(r) AS made
 """ % kind, falkordb="""
 UNWIND $rows AS row
-MATCH (a) WHERE id(a) = row.start
-MATCH (b) WHERE id(b) = row.end
+WITH row, row.start AS start_id, row.end AS end_id
+MATCH (a), (b)
+WHERE id(a) = start_id AND id(b) = end_id
 CREATE (a)-[r:%s]->(b)
 SET r += row.props
 RETURN count(r) AS made

@@ -91,6 +91,15 @@ def test_only_whole_graph_reads_scan_every_provider_or_consumer(engine):
     assert scanning == SCANS_BY_DESIGN
 
 
+def test_a_restore_seeks_the_ends_of_relationships_by_id(engine):
+    from tachyon_placement.graph import backups
+    for statement in backups.RESTORE_RELATIONSHIPS.values():
+        plan = str(engine._graph.explain(statement.text('falkordb'),
+                                         {'rows': []}))
+        assert plan.count('NodeByIdSeek') == 2, plan
+        assert 'All Node Scan' not in plan, plan
+
+
 def test_a_page_of_changes_asks_the_index_for_stamps_only(engine):
     """The catch-up's page (world_reads.CHANGED) asks the stamp index for
     the providers from its start on and filters the tie-break on uuid
