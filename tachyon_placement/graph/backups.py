@@ -76,6 +76,16 @@ WHERE NOT n:Meta AND NOT n:SchemaProbe
 RETURN count(n) AS held
 """)
 
+# Empties the graph a chunk at a time: one transaction deleting a half
+# restored cloud would hold all of it in Neo4j's heap.
+WIPE_CHUNK = 20000
+WIPE = Statement('backup_restore_wipe', common="""
+MATCH (n)
+WITH n LIMIT $chunk
+DETACH DELETE n
+RETURN count(*) AS deleted
+""")
+
 UNFINISHED = Statement('backup_restore_unfinished', common="""
 OPTIONAL MATCH (marker:Meta {key: 'restore'})
 RETURN marker.source AS source
@@ -181,7 +191,7 @@ class BackupStore(engine_module.ResourceStore):
             raise NotEmpty('the graph holds %d nodes (providers, consumers, '
                            'custom names, definitions or feed records): a '
                            'restore goes into an empty graph' % held)
-        self.engine.reset()
+        self._wipe()
         self.engine.write(BEGIN, source=source)
 
     def restore_nodes(self, label, rows):
@@ -202,4 +212,8 @@ class BackupStore(engine_module.ResourceStore):
 
     def abandon_restore(self):
         """Empties the graph again after a restore failed."""
-        self.engine.reset()
+        self._wipe()
+
+    def _wipe(self):
+        while self.engine.write(WIPE, chunk=WIPE_CHUNK)[0]['deleted']:
+            pass

@@ -16,8 +16,8 @@ locks only save retries: the guarded write still refuses changed
 generations, and an attempt that cannot get its locks in time goes on
 without them.
 """
+import collections
 import contextlib
-import os
 import random
 import socket
 import threading
@@ -68,6 +68,12 @@ for _, key in ipairs(KEYS) do
 end
 return released
 """
+
+
+# A frozen replica's reads are Tachyon's own statements over windows of
+# node ids: no memory capacity of their own, a timeout far above any.
+FROZEN_BOUNDS = collections.namedtuple(
+    'FrozenBounds', 'timeout memory_mib max_rows')(300.0, 0, 0)
 
 
 class _FrozenCopy(engine.Frozen):
@@ -261,20 +267,36 @@ class FalkorDBEngine(engine.Engine):
 
     @contextlib.contextmanager
     def frozen(self):
-        """A copy of the graph (GRAPH.COPY: a consistent snapshot taken
-        at once, while the graph goes on serving reads and writes), read
-        and deleted; the server holds both meanwhile."""
-        name = '%s.frozen.%d.%s' % (self._graph.name, os.getpid(),
-                                    uuid.uuid4().hex[:8])
+        """A private replica of the server (scorer_sandbox.Replica, as the
+        feed server's reads), detached once in sync: it then holds the
+        graph as it was after one whole write, while the server goes on
+        serving reads and writes (it only sends its copy, as to any
+        replica).  Stopped at the end.  GRAPH.COPY, tried first, hung
+        the whole server once under concurrent writes (10,000 hosts)."""
+        replica = scorer_sandbox.Replica(
+            self.connect_raw, self._graph.name, FROZEN_BOUNDS,
+            watch_memory=False)
         try:
-            copy = self._graph.copy(name)
-        except redis.exceptions.RedisError as exc:
-            raise engine.GraphError('copying the graph: %s' % exc) from exc
-        try:
-            yield _FrozenCopy(copy, self.dialect)
+            try:
+                sandbox = replica.running()
+                detach = redis.Redis(unix_socket_path=sandbox.socket_path)
+                try:
+                    detach.execute_command('REPLICAOF', 'NO', 'ONE')
+                finally:
+                    detach.close()
+            except (scorer_sandbox.SandboxError,
+                    redis.exceptions.RedisError, OSError) as exc:
+                raise engine.GraphError('a replica of the graph server '
+                                        'could not be made: %s' % exc) \
+                    from exc
+            copy = falkordb.FalkorDB(unix_socket_path=sandbox.socket_path)
+            try:
+                yield _FrozenCopy(copy.select_graph(self._graph.name),
+                                  self.dialect)
+            finally:
+                copy.close()
         finally:
-            with contextlib.suppress(redis.exceptions.RedisError):
-                copy.delete()
+            replica.close()
 
     def ensure_schema(self):
         """Create what is missing, drop what is obsolete, and nothing

@@ -64,7 +64,7 @@ SCANS_BY_DESIGN = {
 
 
 # Parameters FalkorDB takes only as a number (LIMIT).
-LIMITS = {'most', 'page'}
+LIMITS = {'most', 'page', 'chunk'}
 
 
 def test_only_whole_graph_reads_scan_every_provider_or_consumer(engine):
