@@ -31,12 +31,13 @@ HELD = {
     'inventories': 'SELECT COUNT(*) FROM inventories',
     'aggregates': 'SELECT COUNT(*) FROM placement_aggregates',
     'projects': 'SELECT COUNT(*) FROM projects',
+    # SUBSTR, not LIKE: "_" is a LIKE wildcard, and MySQL reads a
+    # backslash escaping it differently from the others.
     'custom resource classes':
-        "SELECT COUNT(*) FROM resource_classes WHERE name LIKE 'CUSTOM\\_%' "
-        "ESCAPE '\\'",
+        "SELECT COUNT(*) FROM resource_classes "
+        "WHERE SUBSTR(name, 1, 7) = 'CUSTOM_'",
     'custom traits':
-        "SELECT COUNT(*) FROM traits WHERE name LIKE 'CUSTOM\\_%' "
-        "ESCAPE '\\'",
+        "SELECT COUNT(*) FROM traits WHERE SUBSTR(name, 1, 7) = 'CUSTOM_'",
 }
 
 # Tables whose ids the export sets itself: PostgreSQL's sequences must be
