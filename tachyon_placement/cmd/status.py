@@ -59,10 +59,14 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def _check_schema_version(self):
         try:
+            restoring = self._graph().backups.unfinished(creating=False)
             found = self._graph().schema.version()
         except Exception as exc:  # noqa: BLE001
             return Result(Code.FAILURE, 'Cannot read the graph\'s schema '
                           'version: %s' % exc)
+        if restoring is not None:
+            return Result(Code.FAILURE, str(migrations.RestoreUnfinished(
+                restoring)))
         known = schema.SCHEMA_VERSION
         if found is None:
             return Result(Code.FAILURE, 'The graph is empty: run '

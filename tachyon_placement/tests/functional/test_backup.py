@@ -365,6 +365,12 @@ def test_an_interrupted_restore_is_refused_then_done_again(api, tmp_path):
     assert 'did not finish' in status.stderr, status.stderr
     with pytest.raises(RuntimeError, match='did not finish'):
         target.start(timeout=60)
+    check = subprocess.run(
+        [sys.executable, '-m', 'tachyon_placement.cmd.status',
+         '--config-file', target.config, 'upgrade', 'check'],
+        capture_output=True, text=True, timeout=120)
+    assert check.returncode == 2 and 'did not finish' in check.stdout, \
+        check.stdout
     done = _manage(target.config, 'db', 'restore', backup)
     assert done.returncode == 0, done.stderr
     target.start()
