@@ -180,11 +180,9 @@ class BackupStore(engine_module.ResourceStore):
             yield row['start'], row['type'], row['end'], row['props']
 
     def unfinished(self, creating=True):
-        """The source of a restore under way (or interrupted), or None.
-        ``creating``: read as a write, which FalkorDB answers for a graph
-        key that does not exist yet; else a read where the writes go."""
-        run = self.engine.write if creating else self.engine.read_primary
-        return run(UNFINISHED)[0]['source']
+        """The source of a restore under way (or interrupted), or None
+        (``creating``: see ResourceStore.read_latest)."""
+        return self.read_latest(UNFINISHED, creating)[0]['source']
 
     def begin_restore(self, source):
         """Empties the graph (after checking it is empty, or holds an

@@ -162,3 +162,11 @@ class ResourceStore:
 
     def __init__(self, engine):
         self.engine = engine
+
+    def read_latest(self, statement, creating=False, **params):
+        """``statement``'s rows read where the writes go (a replica may
+        not have the latest); ``creating``: run as a write, which FalkorDB
+        answers for a graph key that does not exist yet where a read
+        fails (start-up work before anything made the graph)."""
+        run = self.engine.write if creating else self.engine.read_primary
+        return run(statement, **params)

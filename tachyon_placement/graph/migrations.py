@@ -64,12 +64,9 @@ class SchemaStore(engine.ResourceStore):
 
     def version(self, creating=False):
         """The recorded schema version; UNVERSIONED for a graph holding
-        data but no version; None for an empty graph.  Read where the
-        writes go (a replica may not have the latest); ``creating``: as a
-        write, which FalkorDB answers for a graph key that does not exist
-        yet (sync, before anything made it) where a read fails."""
-        run = self.engine.write if creating else self.engine.read_primary
-        rows = run(schema.SCHEMA_READ)
+        data but no version; None for an empty graph (``creating``: see
+        ResourceStore.read_latest)."""
+        rows = self.read_latest(schema.SCHEMA_READ, creating)
         if not rows:
             return None
         row = rows[0]
