@@ -18,6 +18,7 @@ from tachyon_placement.api import microversion
 from tachyon_placement.api import routes as route_table
 from tachyon_placement.api import wsgi
 from tachyon_placement.domain import conflicts
+from tachyon_placement.graph import engine as graph_engine
 from tachyon_placement.monitoring import health as monitoring_health
 from tachyon_placement.monitoring import metrics
 from tachyon_placement.monitoring import middleware as monitoring_middleware
@@ -85,6 +86,14 @@ class PlacementApp:
             if not exc.rendered_by_handler:
                 raise wsgi.to_webob(exc, environ)
             response = wsgi.to_webob(exc, environ)
+        except graph_engine.Unavailable as exc:
+            # A failover or a restart of the engine: a client retries.
+            LOG.warning('Graph engine unavailable: %s', exc)
+            response = wsgi.to_webob(errors.ServiceUnavailable(
+                'The graph database is unavailable, try again: %s' % exc,
+                code=errors.GRAPH_UNAVAILABLE, headers={
+                    'Retry-After': str(graph_engine.Unavailable.RETRY_AFTER)
+                }), environ)
         return response(environ, start_response)
 
 

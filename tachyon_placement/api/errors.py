@@ -18,6 +18,8 @@ RESOURCE_PROVIDER_NOT_FOUND = 'placement.resource_provider.not_found'
 ILLEGAL_DUPLICATE_QUERYPARAM = 'placement.query.duplicate_key'
 QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
 QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
+# Tachyon's: the graph engine cannot serve now (a failover, a restart).
+GRAPH_UNAVAILABLE = 'tachyon.graph.unavailable'
 
 
 class ApiError(Exception):

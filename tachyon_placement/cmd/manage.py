@@ -180,6 +180,71 @@ def db_export(conf):
     return 0
 
 
+def db_verify(conf):
+    from tachyon_placement.graph import engine
+    store = deploy.open_store(conf, sync=False)
+    try:
+        report = store.integrity.report()
+    except engine.GraphError as exc:
+        print('tachyon-manage db verify: failed: %s' % exc, file=sys.stderr)
+        return 5
+    finally:
+        store.close()
+    print(', '.join('%s %s' % (name.replace('_', ' '), value)
+                    for name, value in sorted(report.counts.items())))
+    for row in report.usage:
+        problem = ('usage %(used)s != allocations %(allocated)s'
+                   if row['used'] != row['allocated'] else
+                   'usage %(used)s above capacity %(capacity)s')
+        print(('provider %(provider)s %(resource_class)s: ' + problem) % row)
+    for row in report.orphans:
+        print('consumer %(consumer)s holds %(used)s %(resource_class)s of '
+              'provider %(provider)s, which has no such inventory' % row)
+    broken = [row for row in report.usage if row['used'] != row['allocated']]
+    if broken or report.orphans:
+        print('The graph is inconsistent: %d usages, %d allocations.'
+              % (len(broken), len(report.orphans)))
+        return 4
+    print('Usage equals the allocations on every inventory.')
+    return 0
+
+
+def db_compare(conf):
+    from tachyon_placement.backup import compare
+    from tachyon_placement.graph import engine
+    command = conf.command
+    contents = []
+    for uri in (conf.graph.connection, command.other):
+        conf.set_override('connection', uri, group='graph')
+        try:
+            store = deploy.open_store(conf, sync=False)
+            try:
+                contents.append(compare.content(store))
+            finally:
+                store.close()
+        except (engine.GraphError, OSError, ValueError) as exc:
+            print('tachyon-manage db compare: cannot read %s: %s'
+                  % ('the configured graph' if len(contents) == 0
+                     else 'the other graph', exc), file=sys.stderr)
+            return 5
+        finally:
+            conf.clear_override('connection', group='graph')
+    for name, content in zip(('configured', 'other'), contents):
+        labels, relationships = compare.summary(content)
+        print('%s graph: version %s, %s, %d relationships' % (
+            name, content.graph_version, ', '.join(
+                '%d %s' % (count, label)
+                for label, count in sorted(labels.items())), relationships))
+    found = compare.differences(*contents)
+    for line in found[:command.limit]:
+        print(line)
+    if found:
+        print('%d differences.' % len(found))
+        return 4
+    print('The graphs are equal.')
+    return 0
+
+
 def _positive(text):
     try:
         value = int(text)
@@ -244,6 +309,21 @@ def _add_commands(subparsers):
     restore.add_argument('--no-progress', action='store_true',
                          help='No progress bars.')
     restore.set_defaults(func=db_restore)
+    verify = db_commands.add_parser(
+        'verify', help='Check the graph: usage equals the allocations on '
+                       'every inventory, no allocation without its '
+                       'inventory; print counts and generation sums '
+                       '(exit 4 when inconsistent).')
+    verify.set_defaults(func=db_verify)
+    compare = db_commands.add_parser(
+        'compare', help='Compare the configured graph with the one at '
+                        'OTHER (a [graph] connection URI: a replica, a '
+                        'restored copy), each read at one graph version '
+                        '(exit 4 when they differ).')
+    compare.add_argument('other', metavar='OTHER')
+    compare.add_argument('--limit', type=_positive, default=20,
+                         help='Differences printed at most.')
+    compare.set_defaults(func=db_compare)
 
 
 def main(argv=None):

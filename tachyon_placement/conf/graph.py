@@ -10,7 +10,11 @@ graph_opts = [
         'connection', secret=True,
         help="Graph database URI: bolt:// or neo4j:// (optionally +s/+ssc) "
              "for Neo4j 5, falkor://host:port or unix:///path/to.sock for an "
-             "external FalkorDB. Unset: the embedded FalkorDB engine."),
+             "external FalkorDB, "
+             "sentinel://[:password@]host:port,host:port/primary-name for "
+             "FalkorDB servers failed over by Redis Sentinel (the password "
+             "is the servers'; the sentinels' is sentinel_password). "
+             "Unset: the embedded FalkorDB engine."),
     cfg.StrOpt(
         'username', help="Neo4j user name (or put it in the URI)."),
     cfg.StrOpt(
@@ -21,6 +25,23 @@ graph_opts = [
              "'neo4j' unless configured otherwise; Community edition serves "
              "only that one). FalkorDB: the graph key (default "
              "'placement')."),
+    cfg.StrOpt(
+        'sentinel_password', secret=True,
+        help="The password of the Redis sentinels of a sentinel:// "
+             "connection (requirepass in their configuration), if any."),
+    cfg.IntOpt(
+        'replica_acks', default=0, min=0,
+        help="FalkorDB with replicas: answer a write only once this many "
+             "replicas hold it (Redis WAIT on the write's connection), so "
+             "that a failover to one of them loses no acknowledged write. "
+             "Fewer within replica_ack_timeout answers 503: the write is on "
+             "the primary but a failover may lose it. 0: answer once the "
+             "primary has it (a failover may lose the last writes). Set it "
+             "with the servers' min-replicas-to-write, which stops a "
+             "primary cut off from its replicas from taking writes at all."),
+    cfg.FloatOpt(
+        'replica_ack_timeout', default=2.0, min=0.001,
+        help="Seconds a write waits for replica_acks replicas at most."),
     cfg.StrOpt(
         'data_dir', default='/var/lib/tachyon/graph',
         help="Directory of the embedded FalkorDB engine: data files, socket "

@@ -16,6 +16,16 @@ class GraphError(Exception):
     """The engine failed (connection, constraint, syntax)."""
 
 
+class Unavailable(GraphError):
+    """The engine cannot serve now but may soon: its connection was lost
+    (a failover under way, a server restarting), or a write was not
+    acknowledged by the replicas it must reach ([graph] replica_acks).
+    The API answers 503 with Retry-After: a write so refused may or may
+    not have happened, as after any lost connection."""
+
+    RETRY_AFTER = 2
+
+
 class ConstraintViolation(GraphError):
     """A uniqueness constraint refused a write."""
 

@@ -15,6 +15,18 @@ with an expiry, so a killed holder cannot block anyone for long).  The
 locks only save retries: the guarded write still refuses changed
 generations, and an attempt that cannot get its locks in time goes on
 without them.
+
+Through Redis Sentinel (``sentinel://``: a primary, its replicas and the
+sentinels that fail over) the engine asks the sentinels for the primary
+on every new connection (falkordb's sentinel client, which never sends a
+write again after an ambiguous failure).  A lost connection answers
+``engine.Unavailable`` (the API's 503) rather than a retried write; the
+next statement first checks which primary it reached: a new one moves the
+graph version (versioning.PRIMARY_SEEN) so every copy of the graph
+reloads.  With ``replica_acks`` a write is answered only once that many
+replicas hold it (Redis WAIT, on the write's own connection); fewer within
+``replica_ack_timeout`` is Unavailable too: the write happened on the
+primary but a failover may lose it.
 """
 import collections
 import contextlib
@@ -26,13 +38,16 @@ import uuid
 import zlib
 
 import falkordb
+from falkordb import sentinel as falkordb_sentinel
 from oslo_log import log as logging
 import redis.exceptions
+import redis.sentinel
 
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import local_locks as local_locks_module
 from tachyon_placement.graph import schema
 from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.graph import versioning
 from tachyon_placement.monitoring import metrics
 
 LOG = logging.getLogger(__name__)
@@ -68,6 +83,48 @@ for _, key in ipairs(KEYS) do
 end
 return released
 """
+
+
+# Through Sentinel: seconds to reach a sentinel or a server, and that a
+# server may take to answer (a partitioned primary would hang a request
+# forever; the longest of Tachyon's statements take seconds).
+CONNECT_TIMEOUT = 2.0
+ANSWER_TIMEOUT = 60.0
+SENTINEL_PORT = 26379
+
+# The errors of a server that cannot take a write now: a replica not yet
+# promoted, a primary with too few replicas (min-replicas-to-write), one
+# still loading its data or out of touch with its primary.
+_NOT_NOW = ('READONLY', 'NOREPLICAS', 'LOADING', 'MASTERDOWN')
+_LOST = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+Sentinels = collections.namedtuple(
+    'Sentinels', 'addresses service password')
+Sentinels.__doc__ = """Where the sentinels of a FalkorDB primary are:
+``addresses`` [(host, port)], ``service`` (the primary's name they
+monitor), ``password`` (the sentinels' own, or None)."""
+
+
+class _PrimaryConnection(falkordb_sentinel.FalkorDBSentinelManagedConnection):
+    """A connection to the primary the sentinels name, which tells the
+    engine that it made a new one (it may reach a new primary)."""
+
+    def on_connect_check_health(self, *args, **kwargs):
+        super().on_connect_check_health(*args, **kwargs)
+        connected = getattr(self.connection_pool, 'tachyon_connected', None)
+        if connected is not None:
+            connected()
+
+
+class _SentinelClient(falkordb.FalkorDB):
+    """falkordb.FalkorDB over a client of the sentinels' primary: its
+    constructor takes one sentinel and finds the service by listing
+    them; Tachyon names every sentinel and the service."""
+
+    def __init__(self, client):   # noqa: super() would connect anew
+        self.connection = client
+        self.flushdb = client.flushdb
+        self.execute_command = client.execute_command
 
 
 # A frozen replica's reads are Tachyon's own statements over windows of
@@ -113,18 +170,44 @@ class FalkorDBEngine(engine.Engine):
     leaves_cycles_in_flight = False
 
     def __init__(self, graph_name, unix_socket_path=None, host=None,
-                 port=None, password=None, revive=None, local_locks=True):
+                 port=None, password=None, revive=None, local_locks=True,
+                 sentinels=None, replica_acks=0, replica_ack_timeout=2.0):
         """``revive`` restarts a dead embedded server (it is called once
         when the connection fails, then the statement is retried);
         ``local_locks``: through a unix socket, lock write attempts with
-        fcntl rather than in the server."""
-        if unix_socket_path:
+        fcntl rather than in the server; ``sentinels``: a Sentinels, the
+        primary they name is the server; ``replica_acks``: replicas that
+        must hold a write before it is answered (``replica_ack_timeout``
+        seconds at most)."""
+        self._sentinel = None
+        self._primary_unseen = False
+        self._primary_lock = threading.Lock()
+        if sentinels is not None:
+            self._sentinel = redis.sentinel.Sentinel(
+                sentinels.addresses, sentinel_kwargs={
+                    'password': sentinels.password,
+                    'socket_timeout': CONNECT_TIMEOUT,
+                    'socket_connect_timeout': CONNECT_TIMEOUT},
+                password=password, decode_responses=True,
+                socket_connect_timeout=CONNECT_TIMEOUT,
+                socket_timeout=ANSWER_TIMEOUT, socket_keepalive=True)
+            self._service = sentinels.service
+            client = self._sentinel.master_for(
+                sentinels.service,
+                redis_class=falkordb_sentinel.FalkorDBSentinelRedis,
+                connection_class=_PrimaryConnection)
+            client.connection_pool.tachyon_connected = self._connected
+            self._db = _SentinelClient(client)
+            self._primary_unseen = True
+        elif unix_socket_path:
             self._db = falkordb.FalkorDB(unix_socket_path=unix_socket_path,
                                          password=password)
         else:
             self._db = falkordb.FalkorDB(host=host or 'localhost',
                                          port=port or 6379,
                                          password=password)
+        self._replica_acks = replica_acks
+        self._ack_timeout_ms = max(1, int(replica_ack_timeout * 1000))
         self._graph = self._db.select_graph(graph_name)
         self._lock_prefix = 'tachyon:write-lock:%s:' % graph_name
         self._acquire = self._db.connection.register_script(_ACQUIRE)
@@ -152,12 +235,55 @@ class FalkorDBEngine(engine.Engine):
     def graph_name(self):
         return self._graph.name
 
+    def _connected(self):
+        """A new connection to the primary the sentinels named: which one
+        it is is checked before the next statement."""
+        self._primary_unseen = True
+
+    def _see_primary(self):
+        """Record the primary reached (its replication id); the first
+        process to reach a new one moves the graph version (see
+        versioning.PRIMARY_SEEN)."""
+        with self._primary_lock:
+            if not self._primary_unseen:
+                return
+            self._primary_unseen = False
+            try:
+                primary = self._db.connection.info('replication')[
+                    'master_replid']
+                # A write (a graph key that does not exist yet fails a
+                # read), made only on a new connection: rare.
+                row = self._run_once(versioning.PRIMARY_SEEN, {
+                    'primary': primary,
+                    'gap': versioning.PRIMARY_GAP}, False)[0]
+                if row['switched']:
+                    LOG.warning('A new graph primary (%s): the graph '
+                                'version moved to %d, every copy '
+                                'reloads', primary, row['version'])
+                    metrics.engine_reconnect(self.dialect)
+            except BaseException:
+                self._primary_unseen = True
+                raise
+
     def _run(self, statement, params, read_only):
+        if self._sentinel is not None:
+            try:
+                if self._primary_unseen:
+                    self._see_primary()
+                return self._run_once(statement, params, read_only)
+            except _LOST as exc:
+                # A failover under way: the sentinels name the new primary
+                # to the next connection, checked before it is used.
+                self._primary_unseen = True
+                raise engine.Unavailable(
+                    '%s: the graph primary is unreachable (%s)'
+                    % (statement.name, exc)) from exc
         try:
             return self._run_once(statement, params, read_only)
-        except redis.exceptions.ConnectionError:
+        except _LOST as exc:
             if not self._revive:
-                raise
+                raise engine.Unavailable('%s: %s' % (statement.name, exc)) \
+                    from exc
             # The embedded server died (crash, OOM kill): start it again
             # from its append-only file.  A read is simply retried; a write
             # may or may not have been applied before the connection broke,
@@ -165,7 +291,7 @@ class FalkorDBEngine(engine.Engine):
             self._revive()
             metrics.engine_reconnect(self.dialect)
             if not read_only:
-                raise engine.GraphError(
+                raise engine.Unavailable(
                     '%s: connection to the graph engine was lost'
                     % statement.name)
             return self._run_once(statement, params, read_only)
@@ -175,18 +301,47 @@ class FalkorDBEngine(engine.Engine):
         try:
             if read_only:
                 result = self._graph.ro_query(text, params)
+            elif self._replica_acks:
+                result = self._acknowledged(statement, text, params)
             else:
                 result = self._graph.query(text, params)
         except redis.exceptions.ResponseError as exc:
             if 'unique constraint violation' in str(exc):
                 raise engine.ConstraintViolation(str(exc)) from exc
+            if str(exc).startswith(_NOT_NOW):
+                raise engine.Unavailable(
+                    '%s: %s' % (statement.name, exc)) from exc
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
-        except redis.exceptions.ConnectionError:
+        except _LOST:
             raise
         except redis.exceptions.RedisError as exc:
             raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
         columns = [column[1] for column in result.header]
         return [dict(zip(columns, row)) for row in result.result_set]
+
+    def _acknowledged(self, statement, text, params):
+        """The result of write ``text``, once ``replica_acks`` replicas
+        hold it: WAIT counts the replicas that hold the writes of the
+        connection it is sent on, so the write and WAIT go on one
+        connection taken from the pool for them."""
+        connection = self._db.connection
+        pinned = type(connection)(connection_pool=connection.connection_pool,
+                                  single_connection_client=True)
+        try:
+            graph = falkordb.Graph(pinned, self._graph.name)
+            graph.schema = self._graph.schema   # labels known to the pool's
+            result = graph.query(text, params)
+            acks = pinned.execute_command('WAIT', self._replica_acks,
+                                          self._ack_timeout_ms)
+        finally:
+            pinned.close()
+        if acks < self._replica_acks:
+            raise engine.Unavailable(
+                '%s: written on the primary but held by %d of the %d '
+                'replicas [graph] replica_acks asks within %d ms: a failover '
+                'may lose it' % (statement.name, acks, self._replica_acks,
+                                 self._ack_timeout_ms))
+        return result
 
     @contextlib.contextmanager
     def exclusive(self, keys=()):
@@ -240,9 +395,16 @@ class FalkorDBEngine(engine.Engine):
             replica.close()
 
     def connect_raw(self):
-        """A new socket to this server, authenticated when it needs it
-        (the scorer replica's relay, graph/scorer_sandbox.py)."""
-        if self._address[0] == 'unix':
+        """A new socket to this server (through Sentinel: the primary
+        now), authenticated when it needs it (the scorer replica's relay,
+        graph/scorer_sandbox.py)."""
+        if self._sentinel is not None:
+            try:
+                address = self._sentinel.discover_master(self._service)
+            except redis.exceptions.RedisError as exc:
+                raise OSError('no graph primary: %s' % exc) from exc
+            sock = socket.create_connection(address, timeout=10)
+        elif self._address[0] == 'unix':
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(10)
             sock.connect(self._address[1])

