@@ -373,6 +373,9 @@ class FalkorDBEngine(engine.Engine):
                 time.sleep(pause * (0.5 + random.random()))
                 pause = min(pause * 2, 0.008)
             yield engine.Section()
+        except _LOST as exc:
+            self._primary_unseen = self._sentinel is not None
+            raise engine.Unavailable('write lock: %s' % exc) from exc
         except redis.exceptions.RedisError as exc:
             raise engine.GraphError('write lock: %s' % exc) from exc
         finally:

@@ -62,5 +62,7 @@ class IntegrityStore(engine.ResourceStore):
 
     def report(self):
         counts = self.engine.read(COUNTS)[0]
-        return Report({name: value or 0 for name, value in counts.items()},
+        # Sums come back as floats from FalkorDB: amounts are whole.
+        return Report({name: int(value or 0)
+                       for name, value in counts.items()},
                       self.engine.read(USAGE), self.engine.read(ORPHANS))
