@@ -144,6 +144,13 @@ if ! command -v prometheus >/dev/null 2>&1; then
     apt_install prometheus
 fi
 
+# --- HAProxy: the API nodes test puts Debian's in front of three APIs ------
+
+if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
+    log "HAProxy is needed for the API nodes test"
+    apt_install haproxy
+fi
+
 # --- MariaDB: the import tests read a real Placement's database -------------
 
 if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
