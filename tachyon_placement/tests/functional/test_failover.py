@@ -197,6 +197,10 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path):
             else:
                 inventory_rps.append(provider)
 
+        # A feed cursor from before the failover.
+        status, feed = apis[0].request('GET', '/tachyon/changes',
+                                       service='tachyon', version='1.0')
+        assert status == 200, feed
         ledger = Ledger()
         stop = threading.Event()
         writers = [threading.Thread(
@@ -271,22 +275,41 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path):
                 'GET', '/resource_providers/%s/usages' % provider)
             assert body['usages']['VCPU'] <= RACE_VCPU, (provider, body)
 
+        # The new primary may lack writes the old one had: every cursor
+        # from before gets 410 (the client relists), none misses a change.
+        status, gone = apis[1].request(
+            'GET', '/tachyon/changes?since=%d' % feed['cursor'],
+            service='tachyon', version='1.0')
+        assert status == 410, gone
+
         config = apis[0].config
         verified = _manage(config, 'db', 'verify')
         assert verified.returncode == 0, verified.stdout + verified.stderr
         print(verified.stdout)
 
-        # The killed server comes back as a replica, resyncs and holds
-        # the same graph as the new primary.
+        # The killed primary comes back as a replica; then a replica is
+        # killed, misses writes, comes back: each resyncs and holds the
+        # same graph as the new primary.
+        cluster.restart(old)
+        cluster.wait_replicas(len(cluster.servers) - 1)
+        replica = [server for server in cluster.servers
+                   if server is not new and server is not old][0]
+        replica.kill()
+        for number in range(20):
+            status, _ = apis[number % 2].request(
+                'POST', '/resource_providers', {'name': 'missed-%d' % number})
+            assert status == 200
+        cluster.restart(replica)
+        cluster.wait_replicas(len(cluster.servers) - 1)
         for each in apis:
             each.stop()
         apis = []
-        cluster.restart(old)
-        cluster.wait_replicas(len(cluster.servers) - 1)
-        compared = _manage(config, 'db', 'compare',
-                           'falkor://127.0.0.1:%d' % old.port)
-        assert compared.returncode == 0, compared.stdout + compared.stderr
-        assert 'The graphs are equal.' in compared.stdout
+        for server in (old, replica):
+            compared = _manage(config, 'db', 'compare',
+                               'falkor://127.0.0.1:%d' % server.port)
+            assert compared.returncode == 0, \
+                compared.stdout + compared.stderr
+            assert 'The graphs are equal.' in compared.stdout
         # And a replica that differs is told apart (the command can fail).
         replica = [server for server in cluster.servers
                    if server is not cluster.primary()][0]
