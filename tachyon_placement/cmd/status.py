@@ -157,6 +157,40 @@ class Checks(upgradecheck.UpgradeCommands):
                       'series for vector(1)).' % (self.conf.telemetry.url,
                                                   len(answer)))
 
+    def _check_replication(self):
+        acks = self.conf.graph.replica_acks
+        try:
+            graph_engine = self._graph().engine
+        except Exception as exc:  # noqa: BLE001
+            return Result(Code.FAILURE, 'The graph engine cannot be reached: '
+                          '%s' % exc)
+        if graph_engine.dialect != 'falkordb':
+            if acks:
+                return Result(Code.WARNING, '[graph] replica_acks = %d is '
+                              'for FalkorDB replicas; Neo4j ignores it.'
+                              % acks)
+            return Result(Code.SUCCESS, 'Neo4j: the server\'s own '
+                          'availability (a cluster through neo4j://).')
+        try:
+            online = graph_engine.replicas_online()
+        except engine.GraphError as exc:
+            return Result(Code.FAILURE, 'Cannot read the graph server\'s '
+                          'replication: %s' % exc)
+        if acks > online:
+            return Result(Code.FAILURE, '[graph] replica_acks = %d but the '
+                          'primary has %d replicas online: every write will '
+                          'be answered 503.' % (acks, online))
+        if graph_engine.through_sentinel and not acks:
+            return Result(Code.WARNING, 'Through Sentinel with '
+                          '[graph] replica_acks = 0: a failover may lose the '
+                          'last acknowledged writes (%d replicas online); set '
+                          'replica_acks = 1.' % online)
+        if not online:
+            return Result(Code.SUCCESS, 'A single graph server (no '
+                          'replica).')
+        return Result(Code.SUCCESS, '%d replicas online; a write is answered '
+                      'once %d hold it.' % (online, acks))
+
     def _check_policy_json(self):
         return common_checks.check_policy_json(self, self.conf)
 
@@ -167,6 +201,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Policy rules', _check_policy_rules),
         ('Policy File JSON to YAML Migration', _check_policy_json),
         ('Telemetry', _check_telemetry),
+        ('Graph replication', _check_replication),
     )
 
 

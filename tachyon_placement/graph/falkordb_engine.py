@@ -376,6 +376,11 @@ class FalkorDBEngine(engine.Engine):
         except _LOST as exc:
             self._primary_unseen = self._sentinel is not None
             raise engine.Unavailable('write lock: %s' % exc) from exc
+        except redis.exceptions.ResponseError as exc:
+            # A replica not yet promoted, a primary without its replicas.
+            kind = engine.Unavailable if str(exc).startswith(_NOT_NOW) \
+                else engine.GraphError
+            raise kind('write lock: %s' % exc) from exc
         except redis.exceptions.RedisError as exc:
             raise engine.GraphError('write lock: %s' % exc) from exc
         finally:
@@ -396,6 +401,20 @@ class FalkorDBEngine(engine.Engine):
             replica, self._scorer_replica = self._scorer_replica, None
         if replica is not None:
             replica.close()
+
+    @property
+    def through_sentinel(self):
+        return self._sentinel is not None
+
+    def replicas_online(self):
+        """How many replicas the server (the primary) has online now."""
+        try:
+            info = self._db.connection.info('replication')
+        except redis.exceptions.RedisError as exc:
+            raise engine.Unavailable('replication: %s' % exc) from exc
+        return sum(1 for key, value in info.items()
+                   if key.startswith('slave') and isinstance(value, dict)
+                   and value.get('state') == 'online')
 
     def connect_raw(self):
         """A new socket to this server (through Sentinel: the primary

@@ -194,7 +194,8 @@ class Cluster:
         up with its offset."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            primary = self.primary() if self.sentinels[0].process else \
+            primary = self.primary() if self.sentinels and \
+                self.sentinels[0].process else \
                 self.servers[0]
             if primary is not None and primary.alive:
                 info = primary.client().info('replication')

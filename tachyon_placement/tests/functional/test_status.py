@@ -31,7 +31,7 @@ def test_upgrade_check_passes_then_names_what_is_wrong(api, tmp_path):
     code, out = _check(api.config)
     assert code == 0, out
     for title in ('Graph engine', 'Standard resource classes and traits',
-                  'Policy rules', 'Telemetry'):
+                  'Policy rules', 'Telemetry', 'Graph replication'):
         assert title in out, out
     assert 'Failure' not in out and 'Warning' not in out, out
 
