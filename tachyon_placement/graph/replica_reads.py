@@ -40,6 +40,9 @@ ReplicaBounds = collections.namedtuple('ReplicaBounds',
 # no memory capacity of their own (0), and a timeout far above the largest
 # (a whole copy of a 10,000-host graph takes seconds).
 BOUNDS = ReplicaBounds(timeout=300.0, memory_mib=0, max_rows=0)
+# A replica that stopped answering (the engine over its socket says
+# Unavailable, as for any lost connection).
+_GONE = (redis.exceptions.ConnectionError, engine.Unavailable)
 # Reads the replica queues (the feed's watcher, and its preflight threads).
 MAX_QUEUED = 256
 
@@ -91,7 +94,7 @@ class ReplicaReads(engine.Engine):
             return self.primary.read(statement, **params)
         try:
             return reads.read(statement, **params)
-        except redis.exceptions.ConnectionError:
+        except _GONE:
             pass
         # The replica died (killed, out of memory): another one, once.
         with self._lock:
@@ -109,7 +112,7 @@ class ReplicaReads(engine.Engine):
             return self.primary.read(statement, **params)
         try:
             return reads.read(statement, **params)
-        except redis.exceptions.ConnectionError as exc:
+        except _GONE as exc:
             raise engine.GraphError('%s: the replica of the graph server '
                                     'stopped' % statement.name) from exc
 

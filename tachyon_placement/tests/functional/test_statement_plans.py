@@ -55,10 +55,12 @@ def test_a_null_lookup_asks_the_index(engine, statement, params):
 
 # Statements that read every provider or consumer by design: the copies of
 # the graph the API keeps (whole), the import's checks, the candidate
-# probes of engines without such a copy, a schema backfill.
+# probes of engines without such a copy, a schema backfill, the checks of
+# tachyon-manage db verify.
 SCANS_BY_DESIGN = {
     'import_finish',
     'import_graph_counts', 'import_graph_usages', 'import_marker',
+    'integrity_counts', 'integrity_orphan_allocations', 'integrity_usage',
     'schema_backfill_name_keys', 'snap_all_aggregates',
     'snap_all_inventories', 'snap_all_providers', 'snap_all_traits'}
 
