@@ -48,6 +48,11 @@ LOG = logging.getLogger(__name__)
 # The feed's paths, and the route of this server's own metrics (the API
 # application's, answering with this process's values).
 METRICS_PATH = '/tachyon/monitoring/metrics'
+# The longest request target answered, as the API's own servers (64 KiB):
+# one longer gets 414 in Placement's shape.  aiohttp parses lines up to
+# PARSED_LINE (its own refusal of a longer one is plain text).
+MAX_TARGET = 64 * 1024
+PARSED_LINE = 16 * MAX_TARGET
 PATHS = ('/tachyon/changes', '/tachyon/changes/stream', METRICS_PATH)
 BUSY = 'tachyon.changes.busy'
 # A stream's comment line when nothing changed for this long.
@@ -229,7 +234,8 @@ class FeedServer:
     # -- the loop -----------------------------------------------------------
 
     def web_application(self):
-        app = web.Application(handler_args={'max_field_size': 16384})
+        app = web.Application(handler_args={'max_field_size': 16384,
+                                            'max_line_size': PARSED_LINE})
         app.router.add_route('*', '/{tail:.*}', self.handle)
         return app
 
@@ -330,6 +336,12 @@ class FeedServer:
         return response
 
     async def handle(self, request):
+        if len(request.raw_path) > MAX_TARGET:
+            _identifier, body = error_document(
+                414, 'Request-URI Too Long', 'The request target is longer '
+                'than %d bytes.' % MAX_TARGET, 'placement.undefined_code')
+            return self._finish(web.Response(
+                status=414, body=body, content_type='application/json'))
         if request.raw_path.partition('?')[0] not in PATHS:
             _identifier, body = error_document(
                 404, 'Not Found', 'The feed server serves %s only.'
