@@ -73,12 +73,7 @@ class Server:
             self.process.wait()
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        _stop(self.process)
 
     @property
     def alive(self):
@@ -131,13 +126,7 @@ class Sentinel:
         return int(address[1]) if address else None
 
     def stop(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _stop(self.process)
 
 
 class Cluster:
@@ -237,6 +226,17 @@ class Cluster:
             sentinel.stop()
         for server in self.servers:
             server.stop()
+
+
+def _stop(process):
+    """Stop a server or sentinel: SIGTERM, SIGKILL after 10 s."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _wait_ping(port, password=None, timeout=30):
