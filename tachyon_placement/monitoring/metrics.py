@@ -138,6 +138,11 @@ class _Recorder:
         self.collector_failures = prom.Counter(
             'tachyon_telemetry_run_failures_total',
             'Runs of a source that failed.', source)
+        self.collector_dropped = prom.Counter(
+            'tachyon_telemetry_values_dropped_total',
+            'Values of a metric the collector dropped: no finite number '
+            '(NaN, +/-Inf), or outside the metric\'s bounds.',
+            source + ('reason',))
 
         # The change feed's server (tachyon-feed, or the built-in
         # server's own): its subscribers, how far its log reached, why
@@ -273,6 +278,11 @@ def collector_run(status):
     if status.get('last_success') is not None:
         recorder.collector_success.labels(*labels).set(
             status['last_success'])
+    for reason, key in (('not_finite', 'non_finite_values'),
+                        ('out_of_bounds', 'out_of_bounds_values')):
+        if status.get(key) and not failing:
+            recorder.collector_dropped.labels(*labels, reason).inc(
+                status[key])
     for gauge, key in ((recorder.collector_series, 'series'),
                        (recorder.collector_matched, 'providers_matched'),
                        (recorder.collector_unmatched, 'unmatched_series')):

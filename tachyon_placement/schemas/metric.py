@@ -30,6 +30,16 @@ PUT = {
         # How the values of several series naming one provider combine;
         # absent: such series are refused (see the dry run).
         'combine': {'enum': ['max', 'min', 'sum', 'mean']},
+        # The values a series may take (e.g. 0 and 100 for a percentage):
+        # one outside is dropped (counted in the telemetry status), the
+        # provider then has no value (its weighers' missing policy).
+        'bounds': {
+            'type': 'object',
+            'properties': {'min': {'type': 'number'},
+                           'max': {'type': 'number'}},
+            'minProperties': 1,
+            'additionalProperties': False,
+        },
         'generation': {'type': ['integer', 'null'], 'minimum': 0,
                        'maximum': common.MAX_INTEGER},
     },

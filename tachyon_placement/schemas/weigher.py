@@ -8,6 +8,20 @@ _UUIDS = {'type': 'array', 'uniqueItems': True, 'maxItems': 64,
           'items': {'type': 'string', 'format': 'uuid'}}
 
 
+# Hosts past a bound of the measured value (a usage share 0..1, a
+# metric's value, a Cypher score) are left out: hard, or soft (only while
+# another host can take the request).
+THRESHOLD = {
+    'type': 'object',
+    'properties': {'min': {'type': 'number'}, 'max': {'type': 'number'},
+                   'mode': {'enum': ['hard', 'soft']}},
+    'minProperties': 1,
+    'additionalProperties': False,
+}
+NORMALIZE = {'enum': ['minmax', 'rank']}
+MISSING = {'enum': ['worst', 'best', 'neutral', 'exclude']}
+
+
 def _scorer(kind, properties, required=()):
     return {
         'type': 'object',
@@ -19,19 +33,24 @@ def _scorer(kind, properties, required=()):
 
 SCORER = {'oneOf': [
     _scorer('usage', {'resource_class': _CLASS,
-                      'mode': {'enum': ['pack', 'spread']}},
+                      'mode': {'enum': ['pack', 'spread']},
+                      'threshold': THRESHOLD, 'normalize': NORMALIZE},
             required=['resource_class']),
     _scorer('traits', {'prefer': _NAMES, 'avoid': _NAMES}),
     _scorer('aggregates', {'prefer': _UUIDS, 'avoid': _UUIDS}),
     _scorer('metric', {'metric': {'type': 'string',
                                   'pattern': common.TACHYON_NAME_PATTERN},
-                       'higher_is_better': {'type': 'boolean'}},
+                       'higher_is_better': {'type': 'boolean'},
+                       'missing': MISSING, 'normalize': NORMALIZE,
+                       'threshold': THRESHOLD},
             required=['metric']),
     # A read-only query returning the columns uuid and score; checked by
     # the engine when stored.
     _scorer('cypher', {'query': {'type': 'string', 'minLength': 1,
                                  'maxLength': 8192},
-                       'higher_is_better': {'type': 'boolean'}},
+                       'higher_is_better': {'type': 'boolean'},
+                       'missing': MISSING, 'normalize': NORMALIZE,
+                       'threshold': THRESHOLD},
             required=['query']),
 ]}
 

@@ -167,6 +167,10 @@ class Collector:
             if name in self._failing:
                 self._failing.discard(name)
                 LOG.info('Telemetry: %s is collected again', label)
+            if facts.get('out_of_bounds_values'):
+                LOG.warning('Telemetry: %s: %d values outside the metric\'s '
+                            'bounds dropped (those providers have no value)',
+                            label, facts['out_of_bounds_values'])
             self.store.metrics.store_values(
                 name, values, int(self.clock() * 1000))
             self._ran(run.succeeded(self.clock(), facts))
@@ -254,6 +258,7 @@ class _Run:
             'error': error, 'last_success': last_success,
             'series': None, 'providers_matched': None,
             'unmatched_series': None, 'non_finite_values': None,
+            'out_of_bounds_values': None,
             'providers_stale': 0, 'disabled': False}
         status.update(facts)
         return status
@@ -265,7 +270,7 @@ class _Run:
         # What the last good run found still describes the values kept.
         facts = {key: self.previous.get(key) for key in (
             'series', 'providers_matched', 'unmatched_series',
-            'non_finite_values')}
+            'non_finite_values', 'out_of_bounds_values')}
         status = self._status(finished, str(exc)[:500], facts,
                               self.previous.get('last_success'))
         status['disabled'] = disabled

@@ -44,6 +44,10 @@ class Metric:
     numa_label: str = 'node'
     # How several series of one provider combine (COMBINE); None: refused.
     combine: str = None
+    # The lowest and highest value a series may have (None: no bound);
+    # one outside is dropped, as a value that is no finite number is.
+    bound_min: float = None
+    bound_max: float = None
 
     @classmethod
     def from_document(cls, name, document, generation=0):
@@ -55,7 +59,9 @@ class Metric:
                    rewrite_replacement=rewrite.get('replacement', ''),
                    generation=generation,
                    numa_label=document.get('numa_label', 'node'),
-                   combine=document.get('combine'))
+                   combine=document.get('combine'),
+                   bound_min=(document.get('bounds') or {}).get('min'),
+                   bound_max=(document.get('bounds') or {}).get('max'))
 
     def stored(self):
         document = {'query': self.query, 'label': self.label,
@@ -67,7 +73,16 @@ class Metric:
                                    'replacement': self.rewrite_replacement}
         if self.combine is not None:
             document['combine'] = self.combine
+        bounds = {key: value for key, value in (
+            ('min', self.bound_min), ('max', self.bound_max))
+            if value is not None}
+        if bounds:
+            document['bounds'] = bounds
         return document
+
+    def within_bounds(self, value):
+        return ((self.bound_min is None or value >= self.bound_min)
+                and (self.bound_max is None or value <= self.bound_max))
 
     def as_document(self):
         return dict(self.stored(), name=self.name,
@@ -88,8 +103,8 @@ class Metric:
         {labels}, 'value': [time, 'text']}]) map to providers: ({provider
         uuid (numa_key for target NUMA): [values]}, [labels of series
         that name no provider], series skipped for a value that is no
-        finite number)."""
-        found, unmatched, skipped = {}, [], 0
+        finite number, series dropped for a value outside the bounds)."""
+        found, unmatched, skipped, outside = {}, [], 0, 0
         for item in series:
             labels = item.get('metric') or {}
             key = self.key_of(labels)
@@ -113,8 +128,11 @@ class Metric:
             if value != value or value in (float('inf'), float('-inf')):
                 skipped += 1
                 continue
+            if not self.within_bounds(value):
+                outside += 1
+                continue
             found.setdefault(uuid, []).append(value)
-        return found, unmatched, skipped
+        return found, unmatched, skipped, outside
 
     def values(self, series, roots_by_name, providers):
         """{provider uuid (numa_key for target NUMA): value} of
@@ -126,12 +144,14 @@ class Metric:
 
     def collected(self, series, roots_by_name, providers):
         """(values() of ``series``, what the run found: {'series',
-        'providers_matched', 'unmatched_series', 'non_finite_values'})."""
-        found, unmatched, skipped = self.matched(series, roots_by_name,
-                                                 providers)
+        'providers_matched', 'unmatched_series', 'non_finite_values',
+        'out_of_bounds_values'})."""
+        found, unmatched, skipped, outside = self.matched(
+            series, roots_by_name, providers)
         facts = {'series': len(series), 'providers_matched': len(found),
                  'unmatched_series': len(unmatched),
-                 'non_finite_values': skipped}
+                 'non_finite_values': skipped,
+                 'out_of_bounds_values': outside}
         values = {}
         for uuid, several in found.items():
             if len(several) == 1:
@@ -151,8 +171,8 @@ class Metric:
         the series count, the providers matched, the series that match
         none (their labels, at most ``shown``), the providers named by
         several series, and why it is refused (None: it is not)."""
-        found, unmatched, skipped = self.matched(series, roots_by_name,
-                                                 providers)
+        found, unmatched, skipped, outside = self.matched(
+            series, roots_by_name, providers)
         several = {uuid: len(values) for uuid, values in found.items()
                    if len(values) > 1}
         refused = None
@@ -169,6 +189,7 @@ class Metric:
             'unmatched_series': len(unmatched),
             'unmatched_examples': unmatched[:shown],
             'non_finite_values': skipped,
+            'out_of_bounds_values': outside,
             'several_series': dict(sorted(several.items())[:shown]),
             'refused': refused,
         }

@@ -17,6 +17,7 @@ from tachyon_placement.monitoring import metrics
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import model as weighing_model
 from tachyon_placement.weighing import ranking
+from tachyon_placement.weighing import scorers as weighing_scorers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,7 @@ def find(store, groups, wide, settings):
     RequestWide).  domain.UnknownResourceClass or UnknownTrait when the
     request names one the graph does not have."""
     return _search(store, store.candidates.reader(), groups, wide,
-                   settings)
+                   settings)[0]
 
 
 def explain(store, groups, wide, settings):
@@ -56,7 +57,7 @@ def explain(store, groups, wide, settings):
     score, weighted contribution; a metric weigher's value and age):
     {'weighers': [name], 'hosts': [...]}."""
     reader = store.candidates.reader()
-    result = _search(store, reader, groups, wide, settings)
+    result, barred = _search(store, reader, groups, wide, settings)
     world = reader.world
     weighers = ranking.applicable(world.weighers,
                                   request_summary(groups, wide))
@@ -75,10 +76,18 @@ def explain(store, groups, wide, settings):
         parts = []
         for weigher in weighers:
             normal = ranked.parts[weigher.name].get(root, 0.0)
+            raw = ranked.raw[weigher.name].get(root)
             part = {'weigher': weigher.name, 'weight': weigher.weight,
-                    'raw': ranked.raw[weigher.name].get(root),
+                    'raw': raw,
+                    # What was measured (a share in use, a metric's
+                    # value): raw is it negated when lower is better.
+                    'value': weighing_scorers.measured(weigher.scorer, raw),
                     'normalized': normal,
                     'contribution': weigher.weight * normal}
+            if raw is None and weighing_model.missing_policy(
+                    weigher.scorer):
+                part['missing'] = weighing_model.missing_policy(
+                    weigher.scorer)
             if weigher.scorer['type'] == weighing_model.METRIC:
                 part['metric'] = _metric_part(weigher, root, world, now_ms,
                                               staleness_ms)
@@ -88,8 +97,18 @@ def explain(store, groups, wide, settings):
             'name': record.provider.name if record else None,
             'score': ranked.scores.get(root, 0.0) if ranked else 0.0,
             'weighers': parts})
+    excluded = []
+    for root, (mode, reasons) in sorted(barred.items()):
+        record = world.records.get(root)
+        excluded.append({
+            'root_provider_uuid': root,
+            'name': record.provider.name if record else None,
+            # soft: offered after all because no other host could be
+            'mode': mode, 'offered': root in seen,
+            'reasons': [{'weigher': name, 'why': why}
+                        for name, why in reasons]})
     return {'weighers': [weigher.name for weigher in weighers],
-            'hosts': hosts}
+            'hosts': hosts, 'excluded': excluded}
 
 
 def request_summary(groups, wide):
@@ -110,16 +129,20 @@ def request_summary(groups, wide):
 
 
 def _search(store, reader, groups, wide, settings):
-    """The search, timed for the metrics."""
+    """The search, timed for the metrics: (domain.Candidates, {root:
+    (hard or soft, [(weigher, why)])} of the roots that could take the
+    request but that weighers' thresholds or missing policies bar)."""
     started = time.monotonic()
-    result, weighed = _searched(store, reader, groups, wide, settings)
+    result, weighed, barred = _searched(store, reader, groups, wide,
+                                        settings)
     metrics.candidate_search(weighed, time.monotonic() - started,
                              len(result.allocation_requests))
-    return result
+    return result, barred
 
 
 def _searched(store, reader, groups, wide, settings):
-    """(domain.Candidates, whether weighers ordered them)."""
+    """(domain.Candidates, whether weighers ordered them, the roots
+    they barred: see _search)."""
     classes = {rc for group in groups for rc in group.resources}
     traits = set(wide.root_required) | set(wide.root_forbidden)
     for group in groups:
@@ -159,23 +182,43 @@ def _searched(store, reader, groups, wide, settings):
                                   rows, bounds)
     roots = domain.candidate_roots(probes, rows, bounds) if viable else None
     if not roots:
-        return domain.empty(), False
+        return domain.empty(), False, {}
     # Visit the roots oldest first (Placement's order), or best first
     # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
     world = reader.world
     ranked = _ranking(world, request_summary(groups, wide),
                       settings.staleness_limit)
-    anchors = _weighed(reader, ranked, roots, settings.host_subset_size)
-    return domain.find_candidates(
-        snapshot, groups, wide, domain.Settings(
-            max_candidates=settings.max_candidates,
-            strategy=settings.strategy, randomize=settings.randomize,
-            nested_aware=settings.nested_aware,
-            option_key=ranked.option_key() if ranked else None,
-            refiner=_affinity_refiner(world, settings)),
-        in_tree_roots=in_tree_roots, anchors=anchors,
-        load=load), ranked is not None
+
+    def search(anchor_roots):
+        return domain.find_candidates(
+            snapshot, groups, wide, domain.Settings(
+                max_candidates=settings.max_candidates,
+                strategy=settings.strategy, randomize=settings.randomize,
+                nested_aware=settings.nested_aware,
+                option_key=ranked.option_key() if ranked else None,
+                refiner=_affinity_refiner(world, settings)),
+            in_tree_roots=in_tree_roots,
+            anchors=_weighed(reader, ranked, anchor_roots,
+                             settings.host_subset_size),
+            load=load)
+
+    if ranked is None or not (ranked.excluded or ranked.avoided):
+        return search(roots), ranked is not None, {}
+    # Thresholds and missing values bar roots before the search (and so
+    # before its limit): the excluded never, the avoided (soft
+    # thresholds) only when no other root takes the request.
+    wanted = roots if isinstance(roots, (set, frozenset)) else set(roots)
+    excluded = wanted.intersection(ranked.excluded)
+    avoided = wanted.intersection(ranked.avoided) - excluded
+    barred = {root: (weighing_model.HARD, ranked.excluded[root])
+              for root in excluded}
+    barred.update((root, (weighing_model.SOFT, ranked.avoided[root]))
+                  for root in avoided)
+    found = search(wanted - excluded - avoided)
+    if found.allocation_requests or not avoided:
+        return found, True, barred
+    return search(avoided), True, barred
 
 
 def _ranking(world, request, staleness_limit):

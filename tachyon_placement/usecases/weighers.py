@@ -16,6 +16,12 @@ def checked(store, name, document, bounds):
     match = document.get('match') or {}
     if match.get('min_groups', 1) > match.get('max_groups', 1000):
         raise errors.Invalid('match: min_groups exceeds max_groups.')
+    threshold = document['scorer'].get('threshold') or {}
+    if threshold.get('min', float('-inf')) > threshold.get('max',
+                                                           float('inf')):
+        raise errors.Invalid('threshold: min exceeds max.')
+    if set(threshold) == {'mode'}:
+        raise errors.Invalid('threshold: give min, max or both.')
     _check_names(store, document)
     if document['scorer']['type'] == model.CYPHER:
         query = document['scorer']['query']

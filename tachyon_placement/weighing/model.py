@@ -11,6 +11,59 @@ CYPHER = 'cypher'          # query: read-only Cypher returning uuid, score;
 #                            higher_is_better: bool (default true)
 SCORER_TYPES = (USAGE, TRAITS, AGGREGATES, METRIC, CYPHER)
 CYPHER_COLUMNS = ('uuid', 'score')
+# The scorers whose values come from outside (telemetry, a query): a host
+# may have none.
+VALUED = (METRIC, CYPHER)
+
+# What a metric or Cypher weigher does with a host that has no value (no
+# series, an exporter down, a value dropped as no finite number or outside
+# the metric's bounds): ``worst`` ranks it after every host with a value
+# (the default), ``best`` with the best, ``neutral`` halfway, ``exclude``
+# leaves it out of the candidates.
+WORST = 'worst'
+BEST = 'best'
+NEUTRAL = 'neutral'
+EXCLUDE = 'exclude'
+MISSING = (WORST, BEST, NEUTRAL, EXCLUDE)
+# The normalised score of a host without a value (hosts with one have
+# 0..1): a full weight below the lowest for worst.
+MISSING_PARTS = {WORST: -1.0, NEUTRAL: 0.5, BEST: 1.0}
+
+# How raw scores become 0..1: ``minmax`` (Nova's: the lowest 0, the
+# highest 1, in proportion between) or ``rank`` (the share of the other
+# hosts a host scores above, ties halfway: an outlier moves no other
+# host's score, and 50.0 against 50.1 is one step, not the whole range).
+MINMAX = 'minmax'
+RANK = 'rank'
+NORMALIZATIONS = (MINMAX, RANK)
+
+# A threshold's mode: ``hard`` never offers a host past it, ``soft`` only
+# when no other host can take the request.
+HARD = 'hard'
+SOFT = 'soft'
+
+
+def missing_policy(scorer):
+    """The missing-value policy of a scorer (None: it always has one)."""
+    if scorer['type'] not in VALUED:
+        return None
+    return scorer.get('missing', WORST)
+
+
+def past_threshold(threshold, value):
+    """Why ``value`` (the measured value: a usage share, a metric's
+    value, a Cypher score) passes ``threshold`` ({min, max, mode}), or
+    None when it does not."""
+    high, low = threshold.get('max'), threshold.get('min')
+    if high is not None and value > high:
+        return '%s above %s' % (_number(value), _number(high))
+    if low is not None and value < low:
+        return '%s below %s' % (_number(value), _number(low))
+    return None
+
+
+def _number(value):
+    return ('%.6g' % value) if isinstance(value, float) else str(value)
 
 
 def cypher_signal(query):

@@ -18,26 +18,47 @@ from tachyon_placement.weighing import model
 from tachyon_placement.weighing import scorers
 
 
-def normalize(raw):
-    """{root: raw or None} -> {root: 0..1}, like Nova's
-    weights.normalize (min maps to 0, max to 1, all equal to 0)."""
-    return _normalized(raw)[0]
+def normalize(raw, method=model.MINMAX):
+    """{root: raw or None} -> {root: 0..1} (roots at 0 left out), like
+    Nova's weights.normalize for ``minmax`` (min maps to 0, max to 1, all
+    equal to 0); for ``rank`` the share of the other valued roots a root
+    scores above, a tie counting half."""
+    return _normalized(raw, method)[0]
 
 
-def _normalized(raw):
+def _normalized(raw, method=model.MINMAX):
     """(normalize(raw), its bounds: (min, max, how many roots have the
     min, how many the max) of the values, None when they are all equal or
-    there are none)."""
+    there are none, or with ``rank``: a change to one root's value may
+    move every other root's score)."""
     values = [value for value in raw.values() if value is not None]
     if not values:
         return {}, None
     low, high = min(values), max(values)
     if high == low:
         return {}, None
+    if method == model.RANK:
+        return _ranked(raw, values), None
     span = high - low
     return ({root: (value - low) / span for root, value in raw.items()
              if value is not None and value != low},
             (low, high, values.count(low), values.count(high)))
+
+
+def _ranked(raw, values):
+    """{root: (roots below + half the others tied) / (roots - 1)}."""
+    ordered = sorted(values)
+    others = len(ordered) - 1
+    normal = {}
+    for root, value in raw.items():
+        if value is None:
+            continue
+        below = bisect.bisect_left(ordered, value)
+        tied = bisect.bisect_right(ordered, value) - below - 1
+        share = (below + tied / 2.0) / others
+        if share:
+            normal[root] = share
+    return normal
 
 
 def _rebound(bounds, before, after):
@@ -84,18 +105,47 @@ class Ranking:
         self.raw = raw
         self.parts = {}
         self.scores = {}
+        # {root: [(weigher name, why)]}: the roots a weigher's missing
+        # policy (exclude) or hard threshold leaves out of the candidates,
+        # and those its soft threshold offers only when no other can be.
+        self.excluded = {}
+        self.avoided = {}
         # {weigher name: (min, max) of its raw scores, or None}
         self._bounds = {}
         # (base order, {root: its index there}): the tie-break of the
         # best-first order, made once per base order (see best_first).
         self._positions = None
         for weigher in self.weighers:
+            scores = self.raw[weigher.name]
             normal, self._bounds[weigher.name] = _normalized(
-                self.raw[weigher.name])
+                scores, weigher.scorer.get('normalize', model.MINMAX))
+            for root, value in scores.items():
+                self._judge(weigher, root, value, normal)
             self.parts[weigher.name] = normal
             for root, value in normal.items():
                 self.scores[root] = (self.scores.get(root, 0.0)
                                      + weigher.weight * value)
+
+    def _judge(self, weigher, root, value, normal):
+        """What ``weigher`` does with ``root`` beyond its score ``value``
+        (raw, None: no value): the missing policy's part in ``normal`` or
+        its exclusion, a threshold's exclusion (self.excluded, avoided)."""
+        if value is None:
+            policy = model.missing_policy(weigher.scorer)
+            if policy == model.EXCLUDE:
+                self.excluded.setdefault(root, []).append(
+                    (weigher.name, 'no value'))
+            elif policy is not None:
+                normal[root] = model.MISSING_PARTS[policy]
+            return
+        threshold = weigher.scorer.get('threshold')
+        if threshold:
+            why = model.past_threshold(
+                threshold, scorers.measured(weigher.scorer, value))
+            if why is not None:
+                kept = (self.avoided if threshold.get('mode') == model.SOFT
+                        else self.excluded)
+                kept.setdefault(root, []).append((weigher.name, why))
 
     def provider_scores(self):
         """{provider uuid: weighted, normalised score} of the providers
@@ -180,16 +230,21 @@ class Ranking:
         patched.raw = raw
         patched._bounds = bounds
         patched.parts = {}
+        changed = set(changed_roots)
+        patched.excluded = _without(self.excluded, changed)
+        patched.avoided = _without(self.avoided, changed)
         for weigher in self.weighers:
             low, high = bounds[weigher.name][:2]
             part = dict(self.parts[weigher.name])
             scores = raw[weigher.name]
             for root in changed_roots:
-                value = scores.get(root)
-                if value is None or value == low:
-                    part.pop(root, None)
-                else:
+                part.pop(root, None)
+                if root not in scores:
+                    continue        # the tree went
+                value = scores[root]
+                if value is not None and value != low:
                     part[root] = (value - low) / (high - low)
+                patched._judge(weigher, root, value, part)
             patched.parts[weigher.name] = part
         patched.scores = dict(self.scores)
         for root in changed_roots:
@@ -272,6 +327,12 @@ class Ranking:
                 keys[root] = -score
             self._sort_keys = keys
         return self._sort_keys
+
+
+def _without(judged, roots):
+    """{root: reasons} of ``judged`` but ``roots``."""
+    return {root: reasons for root, reasons in judged.items()
+            if root not in roots}
 
 
 def _moved(best, before, after, positions, roots):

@@ -92,3 +92,24 @@ def reads_signals(spec):
 
 def score(spec, tree, signals):
     return SCORERS[spec['type']](spec, tree, signals)
+
+
+def higher_is_better(spec):
+    """Whether a higher measured value scores higher: a score is the
+    measured value (a usage share, a metric's value, a Cypher score, a
+    count of preferences), negated when lower is better."""
+    kind = spec['type']
+    if kind == model.USAGE:
+        return spec.get('mode', model.SPREAD) == model.PACK
+    if kind == model.METRIC:
+        return spec.get('higher_is_better', False)
+    if kind == model.CYPHER:
+        return spec.get('higher_is_better', True)
+    return True
+
+
+def measured(spec, raw):
+    """The measured value behind the score ``raw`` (None stays None)."""
+    if raw is None or higher_is_better(spec):
+        return raw
+    return -raw

@@ -55,6 +55,7 @@ def _run_document(run):
         'providers_matched': run.get('providers_matched'),
         'unmatched_series': run.get('unmatched_series'),
         'non_finite_values': run.get('non_finite_values'),
+        'out_of_bounds_values': run.get('out_of_bounds_values'),
         'providers_stale': run.get('providers_stale'),
         'disabled': run.get('disabled', False)}
 
@@ -81,6 +82,10 @@ def put_metric(req):
                                  rewrite.get('replacement', ''))
     except promql.Invalid as exc:
         raise errors.BadRequest(str(exc))
+    bounds = data.get('bounds') or {}
+    if bounds.get('min', float('-inf')) > bounds.get('max', float('inf')):
+        raise errors.BadRequest('bounds: min %s is above max %s'
+                                % (bounds['min'], bounds['max']))
     metric = metrics.Metric.from_document(name, data)
     if req.GET.get('dry_run') == 'true':
         return wsgi.json_response(req, _dry_run(req, metric))

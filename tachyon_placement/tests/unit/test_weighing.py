@@ -196,6 +196,15 @@ def test_a_chain_of_updates_stays_equal_to_rankings_made_anew(seed):
                                 'prefer': ['STORAGE_DISK_SSD']})]
     if seed % 2:
         weighers = weighers[:1]
+    if seed % 4 < 2:
+        # Hosts past 80 % of their memory are never offered, past 6 of
+        # 8 CPUs only when no other is: the exclusions follow too.
+        weighers.append(weigher('memory-cap', {
+            'type': 'usage', 'resource_class': 'MEMORY_MB',
+            'threshold': {'max': 0.8}}, weight=0))
+        weighers.append(weigher('cpu-cap', {
+            'type': 'usage', 'resource_class': 'VCPU', 'mode': 'pack',
+            'threshold': {'max': 0.75, 'mode': 'soft'}}, weight=0))
 
     def host(name):
         traits = {'STORAGE_DISK_SSD'} if rng.random() < 0.3 else ()
@@ -224,6 +233,8 @@ def test_a_chain_of_updates_stays_equal_to_rankings_made_anew(seed):
         assert updated.raw == fresh.raw
         assert updated.parts == fresh.parts
         assert updated.scores == fresh.scores
+        assert updated.excluded == fresh.excluded
+        assert updated.avoided == fresh.avoided
         assert updated.best_first(base) == fresh.order(base)
         assert updated.order(base[::-1]) == fresh.order(base[::-1])
         ranked = updated
@@ -320,3 +331,64 @@ def test_metric_values_of_numa_nodes_order_providers_within_a_host():
     assert sorted([numa0, numa1], key=key) == [numa1, numa0]
     # No usage weigher and no provider values: Placement's order.
     assert ranking.option_key([free], {}) is None
+
+
+def test_a_host_without_a_value_ranks_as_its_weighers_policy_says():
+    cpu = {'type': 'metric', 'metric': 'cpu'}
+    # idle has no value at all (no series, an exporter down).
+    signals = {'cpu': {'busy': 95.0, 'half': 50.0}}
+
+    def order(**options):
+        ranked = ranking.Ranking([weigher('coolest', dict(cpu, **options))],
+                                 TREES, signals)
+        return ranked.order(PLACEMENT_ORDER), ranked
+
+    # Default: after every host with a value, even the one at 95 %.
+    assert order()[0] == ['half', 'busy', 'idle']
+    assert order(missing='worst')[0] == ['half', 'busy', 'idle']
+    assert order(missing='neutral')[0] == ['half', 'idle', 'busy']
+    # best: with the best (ties keep Placement's order).
+    assert order(missing='best')[0] == ['half', 'idle', 'busy']
+    found, ranked = order(missing='exclude')
+    assert ranked.excluded == {'idle': [('coolest', 'no value')]}
+    assert ranked.avoided == {}
+    # Scorers that always have a value have no policy.
+    assert model.missing_policy({'type': 'usage'}) is None
+    assert model.missing_policy(cpu) == 'worst'
+
+
+def test_rank_normalisation_is_not_flattened_by_an_outlier():
+    cpu = {'type': 'metric', 'metric': 'cpu'}
+    signals = {'cpu': {'busy': 1e308, 'half': 50.1, 'idle-numa0': 50.0}}
+    minmax = ranking.Ranking([weigher('coolest', cpu)], TREES, signals)
+    # One host at 1e308 and the two others are all but equal.
+    assert minmax.parts['coolest']['half'] == pytest.approx(1.0)
+    assert minmax.parts['coolest']['idle'] == pytest.approx(1.0)
+    ranked = ranking.Ranking(
+        [weigher('coolest', dict(cpu, normalize='rank'))], TREES, signals)
+    assert ranked.parts['coolest'] == {'idle': 1.0, 'half': 0.5}
+    assert ranked.order(PLACEMENT_ORDER) == ['idle', 'half', 'busy']
+    # Ties share the rank halfway.
+    assert ranking.normalize({'a': 1, 'b': 1, 'c': 2, 'd': None},
+                             model.RANK) == {'a': 0.25, 'b': 0.25, 'c': 1.0}
+
+
+def test_thresholds_exclude_hard_or_soft_by_the_measured_value():
+    # busy uses 90 % of its memory, half 50 %, idle 0 %.
+    memory_cap = {'type': 'usage', 'resource_class': 'MEMORY_MB',
+                  'threshold': {'max': 0.8}}
+    ranked = ranking.Ranking([weigher('memory-cap', memory_cap, weight=0)],
+                             TREES)
+    assert ranked.excluded == {'busy': [('memory-cap', '0.9 above 0.8')]}
+    soft = dict(memory_cap, threshold={'max': 0.4, 'mode': 'soft'})
+    ranked = ranking.Ranking([weigher('memory-cap', soft, weight=0)], TREES)
+    assert ranked.excluded == {}
+    assert sorted(ranked.avoided) == ['busy', 'half']
+    # A metric's own value, whichever way it is better.
+    cpu = {'type': 'metric', 'metric': 'cpu', 'threshold': {'min': 20}}
+    ranked = ranking.Ranking([weigher('cpu-floor', cpu)], TREES, {
+        'cpu': {'busy': 90.0, 'half': 10.0}})
+    assert ranked.excluded == {'half': [('cpu-floor', '10 below 20')]}
+    # No threshold: no exclusion.
+    assert not ranking.Ranking([weigher('m', dict(cpu, threshold=None))],
+                               TREES, {'cpu': {'half': 1.0}}).excluded
