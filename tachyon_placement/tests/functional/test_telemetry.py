@@ -477,3 +477,110 @@ def test_a_dry_run_shows_how_series_map_and_refuses_several_per_host(
             break
         assert time.monotonic() < deadline, values
         time.sleep(0.3)
+
+
+def _order_of(api, query='resources=VCPU:1'):
+    body = _ok(api.request('GET', '/allocation_candidates?' + query))
+    names = {uuid: name for name, uuid in OUTLIER_UUIDS.items()}
+    return [names[next(iter(item['allocations']))]
+            for item in body['allocation_requests']]
+
+
+OUTLIER_UUIDS = {name: 'cccccccc-0000-4000-8000-0000000001%02d' % number
+                 for number, name in enumerate(
+                     ('busy', 'half', 'huge', 'negative', 'silent'))}
+
+
+def test_missing_values_outliers_and_ranks(api, exporter):
+    """Hosts without a value, with one past the metric's bounds (1e308, a
+    negative percentage), and hosts 0.1 % apart, with a real Prometheus."""
+    for name, uuid in OUTLIER_UUIDS.items():
+        _ok(api.request('POST', '/resource_providers',
+                        {'name': name, 'uuid': uuid}))
+        _ok(api.request('PUT', '/resource_providers/%s/inventories' % uuid,
+                        {'resource_provider_generation': 0,
+                         'inventories': {'VCPU': {'total': 8}}}))
+    for name, cpu in (('busy', 95), ('half', 50), ('huge', 1e308),
+                      ('negative', -50)):
+        exporter.set_cpu(name, cpu)     # 'silent' exports nothing
+    _ok(api.request('PUT', '/tachyon/metrics/cpu', {
+        'query': 'host_cpu_utilisation', 'label': 'instance',
+        'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''},
+        'bounds': {'min': 0, 'max': 100}}))
+    # Bounds the wrong way round are refused.
+    status, body = api.request('PUT', '/tachyon/metrics/bad', {
+        'query': 'host_cpu_utilisation', 'bounds': {'min': 1, 'max': 0}})
+    assert status == 400 and 'min 1 is above max 0' in str(body), body
+    _ok(api.request('PUT', '/tachyon/weighers/coolest', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
+    # The values past the bounds are dropped: those hosts, and the one
+    # without a series, rank after every host with a value (the default
+    # missing policy), among themselves in Placement's order.
+    deadline = time.monotonic() + 30
+    while _order_of(api)[:2] != ['half', 'busy'] and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _order_of(api) == ['half', 'busy', 'huge', 'negative', 'silent']
+    status = _status(api, 'cpu')
+    assert (status['series'], status['providers_matched'],
+            status['out_of_bounds_values']) == (4, 2, 2), status
+    assert any(line.startswith(
+        'tachyon_telemetry_values_dropped_total{kind="metric",'
+        'reason="out_of_bounds",source="cpu"} ') and
+        float(line.split()[-1]) >= 2 for line in _metric_lines(api))
+    assert "2 values outside the metric's bounds dropped" in _log(api)
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+    parts = {host['name']: host['weighers'][0] for host in
+             explained['hosts']}
+    assert parts['busy']['value'] == 95.0 and parts['busy']['raw'] == -95.0
+    assert parts['silent']['value'] is None
+    assert parts['silent']['missing'] == 'worst'
+    assert parts['silent']['normalized'] == -1.0
+
+    def stored(scorer):
+        current = _ok(api.request('GET', '/tachyon/weighers/coolest'))
+        _ok(api.request('PUT', '/tachyon/weighers/coolest', {
+            'weight': 1, 'scorer': scorer,
+            'generation': current['generation']}))
+        return _order_of(api)
+
+    def silent_part():
+        explained = _ok(api.request(
+            'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+        return next(host['weighers'][0]['normalized']
+                    for host in explained['hosts']
+                    if host['name'] == 'silent')
+
+    cpu = {'type': 'metric', 'metric': 'cpu'}
+    # best: with the best (half), ties in Placement's order.
+    assert stored(dict(cpu, missing='best')) == [
+        'half', 'huge', 'negative', 'silent', 'busy']
+    assert silent_part() == 1.0
+    assert stored(dict(cpu, missing='neutral')) == [
+        'half', 'huge', 'negative', 'silent', 'busy']
+    assert silent_part() == 0.5
+    assert stored(dict(cpu, missing='exclude')) == ['half', 'busy']
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+    assert sorted(host['name'] for host in explained['excluded']) == [
+        'huge', 'negative', 'silent']
+    assert {reason['why'] for host in explained['excluded']
+            for reason in host['reasons']} == {'no value'}
+
+    # 50.0 against 50.1 %: min-max makes it the whole range; rank makes
+    # it one step among the hosts, and an outlier changes nothing.
+    exporter.set_cpu('busy', 50.1)
+    exporter.set_cpu('half', 50.0)
+    exporter.set_cpu('huge', 50.05)
+    deadline = time.monotonic() + 30
+    while _order_of(api)[:3] != ['half', 'huge', 'busy'] and \
+            time.monotonic() < deadline:
+        stored(dict(cpu, missing='exclude'))
+        time.sleep(0.2)
+    stored(dict(cpu, missing='exclude', normalize='rank'))
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+    assert [(host['name'], host['weighers'][0]['normalized'])
+            for host in explained['hosts']] == [
+        ('half', 1.0), ('huge', 0.5), ('busy', 0.0)]
