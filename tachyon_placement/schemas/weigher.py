@@ -19,6 +19,12 @@ THRESHOLD = {
     'additionalProperties': False,
 }
 NORMALIZE = {'enum': ['minmax', 'rank']}
+# {resource class: what a unit placed on a host adds to its metric value
+# until the next sample (e.g. VCPU: 12.5 for a CPU percentage of 8 CPUs)}.
+PLACED_LOAD = {'type': 'object', 'maxProperties': 16,
+               'propertyNames': {'pattern': '^[A-Z0-9_]{1,255}$'},
+               'additionalProperties': {'type': 'number', 'minimum': -1e9,
+                                        'maximum': 1e9}}
 MISSING = {'enum': ['worst', 'best', 'neutral', 'exclude']}
 
 
@@ -42,7 +48,7 @@ SCORER = {'oneOf': [
                                   'pattern': common.TACHYON_NAME_PATTERN},
                        'higher_is_better': {'type': 'boolean'},
                        'missing': MISSING, 'normalize': NORMALIZE,
-                       'threshold': THRESHOLD},
+                       'threshold': THRESHOLD, 'placed_load': PLACED_LOAD},
             required=['metric']),
     # A read-only query returning the columns uuid and score; checked by
     # the engine when stored.

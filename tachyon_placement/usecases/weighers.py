@@ -43,6 +43,7 @@ def _check_names(store, document):
     classes = set(match.get('resource_classes', ()))
     if scorer['type'] == model.USAGE:
         classes.add(scorer['resource_class'])
+    classes.update(scorer.get('placed_load') or ())
     missing = store.resource_classes.missing(classes)
     if missing:
         raise errors.Invalid('No such resource class %s.'

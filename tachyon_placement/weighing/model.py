@@ -43,6 +43,22 @@ HARD = 'hard'
 SOFT = 'soft'
 
 
+# Where the signals given to scorers hold each root's usage ({root uuid:
+# {resource class: used}}) when this process took in the metric values
+# they hold (no metric is named so: names have no '@').  A metric weigher
+# with ``placed_load`` ({resource class: factor}) adds factor x each unit
+# allocated on a host since then to the host's value, until the next
+# sample: placements count as load before the metrics show them, so
+# concurrent schedulers do not all pick the coolest host (a herd).
+USAGE_AT_SAMPLE = '@usage-at-sample'
+
+
+def placed_classes(weighers):
+    """The resource classes some weigher counts placements of."""
+    return {rc for weigher in weighers
+            for rc in weigher.scorer.get('placed_load') or ()}
+
+
 def missing_policy(scorer):
     """The missing-value policy of a scorer (None: it always has one)."""
     if scorer['type'] not in VALUED:

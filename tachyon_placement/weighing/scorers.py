@@ -45,10 +45,42 @@ def aggregates(spec, tree, signals):
 
 def metric(spec, tree, signals):
     """The metric's value for the tree: its root's, else the mean of its
-    providers' (a metric mapped to NUMA nodes or devices); ``higher`` is
+    providers' (a metric mapped to NUMA nodes or devices), plus what was
+    placed on it since the value came (``placed_load``); ``higher`` is
     better or, by default, lower (a utilisation).  No fresh value: None."""
-    return _tree_value(signals.get(spec['metric']), tree,
-                       spec.get('higher_is_better', False))
+    higher = spec.get('higher_is_better', False)
+    value = _tree_value(signals.get(spec['metric']), tree, True)
+    if value is None:
+        return None
+    placed = spec.get('placed_load')
+    if placed:
+        value += placed_load(placed, tree,
+                             signals.get(model.USAGE_AT_SAMPLE))
+    return value if higher else -value
+
+
+def placed_load(factors, tree, usage_at_sample):
+    """factor x the units of each class of ``factors`` allocated on the
+    tree since ``usage_at_sample`` ({root: {class: used}}; a tree not in
+    it, or none: nothing counted).  Freed units count nothing: the sample
+    may not have seen them used."""
+    then = (usage_at_sample or {}).get(_root(tree).uuid)
+    if then is None:
+        return 0.0
+    now = tree_usage(tree, factors)
+    return sum(factor * max(0, now.get(rc, 0) - then.get(rc, 0))
+               for rc, factor in factors.items())
+
+
+def tree_usage(tree, classes):
+    """{class: units in use on the tree's providers} of ``classes``."""
+    used = {}
+    for record in tree:
+        for rc in classes:
+            inventory = record.inventories.get(rc)
+            if inventory is not None:
+                used[rc] = used.get(rc, 0) + inventory.used
+    return used
 
 
 def cypher(spec, tree, signals):

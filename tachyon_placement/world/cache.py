@@ -14,6 +14,8 @@ from tachyon_placement.domain import allocations as domain_allocations
 from tachyon_placement.graph import versioning
 from tachyon_placement.monitoring import metrics
 from tachyon_placement.topology import affinity
+from tachyon_placement.weighing import model as weighing_model
+from tachyon_placement.weighing import scorers as weighing_scorers
 from tachyon_placement.world import records as provider_records
 from tachyon_placement.world import world as world_module
 
@@ -265,5 +267,11 @@ class WorldCache:
         """Give ``world`` the metric values of ``telemetry_version`` (one
         read when they changed)."""
         if world.telemetry.version != telemetry_version:
+            # Placements count from here until the next values (weighers
+            # with placed_load): the usage of this copy is where they start.
+            classes = weighing_model.placed_classes(world.weighers)
+            usage = ({root: weighing_scorers.tree_usage(tree, classes)
+                      for root, tree in world.trees.items()}
+                     if classes else None)
             world.telemetry = world_module.TelemetryView(
-                telemetry_version, self._store.metrics.values())
+                telemetry_version, self._store.metrics.values(), usage)

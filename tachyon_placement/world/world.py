@@ -17,6 +17,7 @@ from oslo_log import log as logging
 from tachyon_placement.domain import candidates as candidate_rules
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.domain import sharded
+from tachyon_placement.weighing import model as weighing_model
 from tachyon_placement.weighing import ranking
 from tachyon_placement.world import records as provider_records
 
@@ -217,19 +218,27 @@ class TopologySummary(collections.namedtuple(
 
 class TelemetryView:
     """The metric values stored at one telemetry version:
-    {metric: (collected_at ms, {provider uuid: value})}."""
+    {metric: (collected_at ms, {provider uuid: value})}, and each root's
+    usage of the classes weighers count placements of when this process
+    took them in ({root: {class: used}}, see weighing.model
+    USAGE_AT_SAMPLE)."""
 
-    def __init__(self, version, values):
+    def __init__(self, version, values, usage=None):
         self.version = version
         self.values = values
+        self.usage = usage
 
     def fresh(self, now_ms, staleness_ms):
         """{metric: {provider uuid: value}} of the metrics collected less
-        than ``staleness_ms`` before ``now_ms``."""
-        return {name: values
-                for name, (collected_at, values) in self.values.items()
-                if collected_at is not None
-                and now_ms - collected_at <= staleness_ms}
+        than ``staleness_ms`` before ``now_ms`` (and the usage then, for
+        the scorers that count placements since)."""
+        fresh = {name: values
+                 for name, (collected_at, values) in self.values.items()
+                 if collected_at is not None
+                 and now_ms - collected_at <= staleness_ms}
+        if fresh and self.usage is not None:
+            fresh[weighing_model.USAGE_AT_SAMPLE] = self.usage
+        return fresh
 
 
 class World:

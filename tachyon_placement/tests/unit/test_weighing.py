@@ -392,3 +392,35 @@ def test_thresholds_exclude_hard_or_soft_by_the_measured_value():
     # No threshold: no exclusion.
     assert not ranking.Ranking([weigher('m', dict(cpu, threshold=None))],
                                TREES, {'cpu': {'half': 1.0}}).excluded
+
+
+def test_placements_since_the_sample_count_as_load():
+    # Every host at 50 % CPU when sampled; 'half' (5 VCPUs used then) has
+    # taken 2 more since: each counts 10 points, until the next sample.
+    cpu = {'type': 'metric', 'metric': 'cpu',
+           'placed_load': {'VCPU': 10.0}}
+    then = {root: scorers.tree_usage(tree, {'VCPU'})
+            for root, tree in TREES.items()}
+    assert then['half'] == {'VCPU': 5}
+    now = dict(TREES, half=[record('half', VCPU=dict(total=10, used=7))])
+    signals = {'cpu': {'busy': 50.0, 'half': 50.0, 'idle': 50.0},
+               model.USAGE_AT_SAMPLE: then}
+    assert scorers.score(cpu, now['half'], signals) == -70.0
+    assert scorers.score(cpu, now['busy'], signals) == -50.0
+    compensated = ranking.Ranking([weigher('coolest', cpu)], now, signals)
+    assert compensated.order(PLACEMENT_ORDER) == ['busy', 'idle', 'half']
+    # Without the factor, or before any sample: the metric alone.
+    plain = ranking.Ranking([weigher('coolest', dict(
+        cpu, placed_load=None))], now, signals)
+    assert plain.order(PLACEMENT_ORDER) == PLACEMENT_ORDER
+    assert scorers.placed_load({'VCPU': 10.0}, now['half'], None) == 0.0
+    # Freed units count nothing.
+    freed = dict(TREES, half=[record('half', VCPU=dict(total=10, used=1))])
+    assert scorers.score(cpu, freed['half'], signals) == -50.0
+    # An updated ranking (a claim on one host) rescoring only it equals
+    # one made anew.
+    claimed = dict(now, busy=[record('busy', VCPU=dict(total=10, used=4))])
+    updated = compensated.updated(claimed, signals, {'busy'})
+    fresh = ranking.Ranking([weigher('coolest', cpu)], claimed, signals)
+    assert updated.raw == fresh.raw and updated.scores == fresh.scores
+    assert updated.order(PLACEMENT_ORDER) == ['idle', 'half', 'busy']
