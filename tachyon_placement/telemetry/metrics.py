@@ -22,11 +22,29 @@ class SeveralSeries(ValueError):
     combine them."""
 
 
+_NUMA_PART = '/numa/'
+
+
 def numa_key(root_uuid, node_id):
     """What a value of a NUMA-target metric is stored under: NUMA node
     ``node_id`` (the topology's id) of the host whose root is
     ``root_uuid``."""
-    return '%s/numa/%d' % (root_uuid, node_id)
+    return '%s%s%d' % (root_uuid, _NUMA_PART, node_id)
+
+
+def is_numa_key(key):
+    return _NUMA_PART in key
+
+
+def split_numa_key(key):
+    """(root uuid, node id) of a numa_key, None for another key."""
+    root, found, node = key.partition(_NUMA_PART)
+    if not found:
+        return None
+    try:
+        return root, int(node)
+    except ValueError:
+        return None
 
 
 @dataclasses.dataclass(frozen=True)

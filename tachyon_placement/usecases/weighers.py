@@ -2,7 +2,6 @@
 and its Cypher scorer tried where it cannot hurt the serving engine,
 before the weighing room's model of it is stored."""
 from tachyon_placement.domain import errors
-from tachyon_placement.telemetry import metrics
 from tachyon_placement.weighing import cypher_text
 from tachyon_placement.weighing import model
 
@@ -36,9 +35,7 @@ def checked(store, name, document, bounds):
 
 def _check_names(store, document):
     """Invalid for what the weigher names that does not exist (it would
-    score nothing, silently): resource classes, traits, its metric (which
-    must name hosts or providers: a numa metric is for PCI-NUMA
-    affinity)."""
+    score nothing, silently): resource classes, traits, its metric."""
     scorer, match = document['scorer'], document.get('match') or {}
     classes = set(match.get('resource_classes', ()))
     if scorer['type'] == model.USAGE:
@@ -57,13 +54,8 @@ def _check_names(store, document):
                              % ', '.join(sorted(missing)))
     if scorer['type'] == model.METRIC:
         try:
-            metric = store.metrics.get(scorer['metric'])
+            store.metrics.get(scorer['metric'])
         except errors.NotFound:
             raise errors.Invalid('No such metric %s: store it first '
                                  '(PUT /tachyon/metrics/%s).' % (
                                      scorer['metric'], scorer['metric']))
-        if metric.target == metrics.NUMA:
-            raise errors.Invalid(
-                'Metric %s has target numa (values per NUMA node, for '
-                'PCI-NUMA affinity): a weigher scores hosts or providers.'
-                % metric.name)

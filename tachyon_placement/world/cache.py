@@ -266,12 +266,18 @@ class WorldCache:
     def _see_telemetry(self, world, telemetry_version):
         """Give ``world`` the metric values of ``telemetry_version`` (one
         read when they changed)."""
-        if world.telemetry.version != telemetry_version:
-            # Placements count from here until the next values (weighers
-            # with placed_load): the usage of this copy is where they start.
-            classes = weighing_model.placed_classes(world.weighers)
+        # Placements count from when this process took in the values, or
+        # from when a weigher began counting them (placed_load), until the
+        # next values: this copy's usage then is where they start.
+        classes = weighing_model.placed_classes(world.weighers)
+        telemetry = world.telemetry
+        if telemetry.version != telemetry_version or not (
+                classes <= telemetry.usage_classes):
+            values = (telemetry.values
+                      if telemetry.version == telemetry_version
+                      else self._store.metrics.values())
             usage = ({root: weighing_scorers.tree_usage(tree, classes)
                       for root, tree in world.trees.items()}
                      if classes else None)
             world.telemetry = world_module.TelemetryView(
-                telemetry_version, self._store.metrics.values(), usage)
+                telemetry_version, values, usage, frozenset(classes))

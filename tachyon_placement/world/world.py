@@ -17,6 +17,7 @@ from oslo_log import log as logging
 from tachyon_placement.domain import candidates as candidate_rules
 from tachyon_placement.domain import providers as provider_rules
 from tachyon_placement.domain import sharded
+from tachyon_placement.telemetry import metrics
 from tachyon_placement.weighing import model as weighing_model
 from tachyon_placement.weighing import ranking
 from tachyon_placement.world import records as provider_records
@@ -223,10 +224,12 @@ class TelemetryView:
     took them in ({root: {class: used}}, see weighing.model
     USAGE_AT_SAMPLE)."""
 
-    def __init__(self, version, values, usage=None):
+    def __init__(self, version, values, usage=None,
+                 usage_classes=frozenset()):
         self.version = version
         self.values = values
         self.usage = usage
+        self.usage_classes = usage_classes
 
     def fresh(self, now_ms, staleness_ms):
         """{metric: {provider uuid: value}} of the metrics collected less
@@ -295,6 +298,9 @@ class World:
         # (rankings of an earlier World, roots whose trees changed since):
         # a ranking is updated from there rather than made anew.
         self._basis = None
+        # (telemetry version, layouts, metrics) and the signals with the
+        # per-NUMA metrics given to providers (see _numa_mapped).
+        self._numa_signals = None
         # {version of an earlier World: roots whose trees changed since},
         # for the last _STEPS_KEPT versions, and what this World and those
         # it evolved from (or to) share, to know the trail is theirs (see
@@ -539,7 +545,7 @@ class World:
         collected less than ``staleness_ms`` before ``now_ms``; made once
         per World, weigher set and telemetry version."""
         telemetry = self.telemetry
-        signals = telemetry.fresh(now_ms, staleness_ms)
+        signals = self._numa_mapped(telemetry.fresh(now_ms, staleness_ms))
         key = (weighers, telemetry.version, frozenset(signals))
         ranked = self._rankings.get(key)
         if ranked is None:
@@ -561,6 +567,38 @@ class World:
                 ranked = ranking.Ranking(weighers, self.trees, signals)
             self._rankings[key] = ranked
         return ranked
+
+    def _numa_mapped(self, signals):
+        """``signals`` with the values of per-NUMA metrics (keyed by
+        telemetry.metrics.numa_key) given to the providers of each NUMA
+        node instead: the node's provider where the tree models NUMA, and
+        the device providers the published topology puts on the node
+        (weighers then order a host's NUMA nodes or devices by their
+        node's value, and score the host by their mean).  Made once per
+        telemetry version and set of host layouts."""
+        token = (self.telemetry.version, id(self.layouts), frozenset(signals))
+        kept = self._numa_signals
+        if kept is not None and kept[0] == token:
+            return kept[1]
+        mapped = dict(signals)
+        for name, values in signals.items():
+            if name == weighing_model.USAGE_AT_SAMPLE or not any(
+                    metrics.is_numa_key(key) for key in values):
+                continue
+            nodes = {}
+            for key, value in values.items():
+                parsed = metrics.split_numa_key(key)
+                if parsed is not None:
+                    nodes[parsed] = value
+            given = {}
+            for root, layout in self.layouts.items():
+                for group in (layout.numa_providers, layout.device_numa):
+                    for uuid, node in group.items():
+                        if (root, node) in nodes:
+                            given[uuid] = nodes[(root, node)]
+            mapped[name] = given
+        self._numa_signals = (token, mapped)
+        return mapped
 
     def rc_roots(self, rc, amount):
         """The roots of the trees where some provider has room for

@@ -2,6 +2,7 @@
 (Debian's package) scraping an exporter the test controls, a served
 Tachyon whose collector queries it in the background."""
 import http.server
+import json
 import os
 import threading
 import time
@@ -412,6 +413,35 @@ def test_per_numa_free_memory_is_the_room_of_a_flat_hosts_nodes(
         exporter.set_numa_node_free('flat-host', 0, 15000)
         exporter.set_numa_node_free('flat-host', 1, 100)
         wait_for([gpus[0]])
+
+        # Without the rule both GPUs are offered; a weigher on the same
+        # per-NUMA metric puts first the GPU on the node with the most
+        # free memory, and follows the values.
+        _ok(_tachyon(api, 'DELETE', '/tachyon/pci_affinity/gpus'))
+        _ok(_tachyon(api, 'PUT', '/tachyon/weighers/roomiest-node', {
+            'weight': 1, 'scorer': {'type': 'metric',
+                                    'metric': 'numa_node_free',
+                                    'higher_is_better': True}}))
+
+        def first_gpu():
+            body = _ok(api.request(
+                'GET', '/allocation_candidates?resources=VCPU:2,'
+                'MEMORY_MB:8192&resources1=CUSTOM_GPU:1&group_policy=none'))
+            return [item['mappings']['1'][0]
+                    for item in body['allocation_requests']]
+
+        assert first_gpu() == gpus
+        exporter.set_numa_node_free('flat-host', 0, 100)
+        exporter.set_numa_node_free('flat-host', 1, 15000)
+        deadline = time.monotonic() + 30
+        while first_gpu() != gpus[::-1] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first_gpu() == gpus[::-1]
+        explained = _ok(api.request(
+            'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:2,'
+            'MEMORY_MB:8192&resources1=CUSTOM_GPU:1&group_policy=none'))
+        # The host scores by the mean of its devices' nodes.
+        assert explained['hosts'][0]['weighers'][0]['value'] == 7550.0
     finally:
         served_api.stop()
 
@@ -584,3 +614,90 @@ def test_missing_values_outliers_and_ranks(api, exporter):
     assert [(host['name'], host['weighers'][0]['normalized'])
             for host in explained['hosts']] == [
         ('half', 1.0), ('huge', 0.5), ('busy', 0.0)]
+
+
+GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'doc',
+                     'source', 'admin', 'telemetry.rst')
+
+
+def _guide_examples():
+    """The JSON examples of the telemetry guide, in their order."""
+    examples, block = [], None
+    with open(GUIDE) as guide:
+        for line in guide:
+            if line.startswith('.. code-block:: json'):
+                block = []
+            elif block is not None:
+                if line.strip() and not line.startswith('    '):
+                    examples.append(json.loads(''.join(block)))
+                    block = None
+                else:
+                    block.append(line)
+    if block:
+        examples.append(json.loads(''.join(block)))
+    return examples
+
+
+def test_the_guides_examples_do_what_it_says(api, exporter):
+    metric, soft_cap, placed, risk, pack = _guide_examples()
+    _create_hosts(api)
+    for host, cpu in (('host-a', 95), ('host-b', 50), ('host-c', 10)):
+        exporter.set_cpu(host, cpu)
+    _ok(api.request('PUT', '/tachyon/metrics/cpu', metric))
+    _ok(api.request('PUT', '/tachyon/weighers/coolest', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
+    _wait_for_order(api, ['host-c', 'host-b', 'host-a'], 30)
+
+    # Above 90 % only when nothing else fits.
+    _ok(api.request('PUT', '/tachyon/weighers/cpu-cap', soft_cap))
+    assert _order(api) == ['host-c', 'host-b']
+    only_a = 'resources=VCPU:1&in_tree=%s' % UUIDS['host-a']
+    body = _ok(api.request('GET', '/allocation_candidates?' + only_a))
+    assert len(body['allocation_requests']) == 1
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?' + only_a))
+    assert [(host['name'], host['mode'], host['offered'],
+             host['reasons'][0]['why']) for host in explained['excluded']] \
+        == [('host-a', 'soft', True, '95 above 90')]
+    _ok(api.request('DELETE', '/tachyon/weighers/cpu-cap'))
+
+    # Placements count before the next sample: every host at 50 %, a
+    # claim of 2 VCPUs on host-b puts it last at once.
+    for host in HOSTS:
+        exporter.set_cpu(host, 50)
+    coolest = _ok(api.request('GET', '/tachyon/weighers/coolest'))
+    _ok(api.request('PUT', '/tachyon/weighers/coolest', dict(
+        placed, generation=coolest['generation'])))
+    _wait_for_order(api, ['host-a', 'host-b', 'host-c'], 30)
+    _ok(api.request('PUT', '/allocations/%s' % UUIDS['host-c'].replace(
+        'cccc', 'dddd', 1), {
+        'allocations': {UUIDS['host-b']: {'resources': {'VCPU': 2}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'}))
+    assert _order(api)[-1] == 'host-b'
+    explained = _ok(api.request(
+        'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+    assert explained['hosts'][-1]['weighers'][0]['value'] == 75.0
+    _ok(api.request('DELETE', '/tachyon/weighers/coolest'))
+
+    # Risk: host-b swings between 20 and 80 % (a mean of 50, like
+    # host-a), host-c is steady at 30.
+    exporter.set_cpu('host-c', 30)
+    _ok(api.request('PUT', '/tachyon/metrics/risk', risk))
+    _ok(api.request('PUT', '/tachyon/weighers/least-risk', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'risk'}}))
+    for swing in range(8):
+        exporter.set_cpu('host-b', 80 if swing % 2 else 20)
+        time.sleep(prometheus.SCRAPE_SECONDS + 0.2)
+    exporter.set_cpu('host-b', 50)
+    _wait_for_order(api, ['host-c', 'host-a', 'host-b'], 30)
+    _ok(api.request('DELETE', '/tachyon/weighers/least-risk'))
+
+    # Pack to 70 %, then spread.
+    for host, cpu in (('host-a', 30), ('host-b', 75), ('host-c', 65)):
+        exporter.set_cpu(host, cpu)
+    _ok(api.request('PUT', '/tachyon/metrics/pack', pack))
+    _ok(api.request('PUT', '/tachyon/weighers/pack-to-70', {
+        'weight': 1, 'scorer': {'type': 'metric', 'metric': 'pack',
+                                'higher_is_better': True}}))
+    _wait_for_order(api, ['host-c', 'host-a', 'host-b'], 30)
