@@ -157,13 +157,16 @@ STEPS = [
     ('tachyon/put-weigher', 'PUT', '/tachyon/weighers/spread-ram', {
         'weight': 1.0, 'scorer': {'type': 'usage',
                                   'resource_class': 'MEMORY_MB',
-                                  'mode': 'spread'}}, T, 201),
+                                  'mode': 'spread',
+                                  'threshold': {'max': 0.9,
+                                                'mode': 'soft'}}}, T, 201),
     ('tachyon/get-weighers', 'GET', '/tachyon/weighers', None, T, 200),
     ('tachyon/put-metric', 'PUT', '/tachyon/metrics/cpu', {
         'query': '100 - avg by (instance) '
                  '(rate(node_cpu_seconds_total{mode="idle"}[5m])) * 100',
         'label': 'instance', 'rewrite': {'pattern': '^(.*):9100$',
-                                         'replacement': '\\1'}}, T, 201),
+                                         'replacement': '\\1'},
+        'bounds': {'min': 0, 'max': 100}}, T, 201),
     ('tachyon/get-metrics', 'GET', '/tachyon/metrics', None, T, 200),
     ('tachyon/explain-allocation_candidates', 'GET',
      '/tachyon/explain/allocation_candidates?resources=VCPU:2', None, T,
