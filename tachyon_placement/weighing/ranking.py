@@ -119,19 +119,24 @@ class Ranking:
             scores = self.raw[weigher.name]
             normal, self._bounds[weigher.name] = _normalized(
                 scores, weigher.scorer.get('normalize', model.MINMAX))
+            # No host with a value (an outage past the staleness limit):
+            # no policy applies, so the weigher leaves Placement's order
+            # and candidates alone rather than excluding every host.
+            valued = any(value is not None for value in scores.values())
             for root, value in scores.items():
-                self._judge(weigher, root, value, normal)
+                self._judge(weigher, root, value, normal, valued)
             self.parts[weigher.name] = normal
             for root, value in normal.items():
                 self.scores[root] = (self.scores.get(root, 0.0)
                                      + weigher.weight * value)
 
-    def _judge(self, weigher, root, value, normal):
+    def _judge(self, weigher, root, value, normal, valued=True):
         """What ``weigher`` does with ``root`` beyond its score ``value``
         (raw, None: no value): the missing policy's part in ``normal`` or
-        its exclusion, a threshold's exclusion (self.excluded, avoided)."""
+        its exclusion (when some root has a value: ``valued``), a
+        threshold's exclusion (self.excluded, avoided)."""
         if value is None:
-            policy = model.missing_policy(weigher.scorer)
+            policy = model.missing_policy(weigher.scorer) if valued else None
             if policy == model.EXCLUDE:
                 self.excluded.setdefault(root, []).append(
                     (weigher.name, 'no value'))

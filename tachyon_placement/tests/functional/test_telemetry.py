@@ -299,6 +299,18 @@ def test_a_cypher_scorer_orders_candidates(tmp_path):
             'scorer': {'type': 'cypher', 'query': query,
                        'higher_is_better': False}}))
         _wait_for_order(api, ['host-b', 'host-a', 'host-c'], 15)
+        # A threshold on the Cypher score: never a host with fewer than 4
+        # VCPUs left (host-b has 2).
+        _ok(api.request('PUT', '/tachyon/weighers/most-vcpu-left', {
+            'weight': 1, 'generation': 1,
+            'scorer': {'type': 'cypher', 'query': query,
+                       'threshold': {'min': 4}}}))
+        _wait_for_order(api, ['host-a', 'host-c'], 15)
+        explained = _ok(api.request(
+            'GET', '/tachyon/explain/allocation_candidates?resources=VCPU:1'))
+        assert [(host['name'], host['reasons'][0]['why'])
+                for host in explained['excluded']] == [('host-b',
+                                                        '2 below 4')]
         assert 'cannot be collected' not in _log(api)
     finally:
         api.stop()

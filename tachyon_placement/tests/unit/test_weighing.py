@@ -352,6 +352,13 @@ def test_a_host_without_a_value_ranks_as_its_weighers_policy_says():
     found, ranked = order(missing='exclude')
     assert ranked.excluded == {'idle': [('coolest', 'no value')]}
     assert ranked.avoided == {}
+    # No host has a value (an outage past the staleness limit): no policy
+    # applies, nothing is excluded, Placement's order.
+    for policy in model.MISSING:
+        blind = ranking.Ranking([weigher('coolest', dict(
+            cpu, missing=policy))], TREES, {})
+        assert not blind.excluded and not blind.scores
+        assert blind.order(PLACEMENT_ORDER) == PLACEMENT_ORDER
     # Scorers that always have a value have no policy.
     assert model.missing_policy({'type': 'usage'}) is None
     assert model.missing_policy(cpu) == 'worst'
