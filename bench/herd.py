@@ -78,14 +78,16 @@ def run(workdir, args, placed_load):
         by_uuid = {value: name for name, value in hosts.items()}
         claims = collections.Counter()
         conflicts = [0]
+        under_way = [0]     # claims made or being made: never more
         lock = threading.Lock()
         started = time.monotonic()
 
         def scheduler():
             while True:
                 with lock:
-                    if sum(claims.values()) >= args.claims:
+                    if under_way[0] >= args.claims:
                         return
+                    under_way[0] += 1
                 body = _ok(api.request(
                     'GET', '/allocation_candidates?resources=VCPU:1&limit=1'))
                 request = body['allocation_requests'][0]
@@ -99,6 +101,7 @@ def run(workdir, args, placed_load):
                             += 1
                     else:
                         conflicts[0] += 1
+                        under_way[0] -= 1
 
         threads = [threading.Thread(target=scheduler)
                    for _ in range(args.schedulers)]
@@ -135,12 +138,13 @@ def main(argv=None):
             results.append(run(workdir, args, placed_load))
     print('%d schedulers, %d claims over %d equally loaded hosts, refresh '
           '%d s' % (args.schedulers, args.claims, args.hosts, args.refresh))
-    print('placed_load  hosts used  max  max/mean  stdev  409s  seconds')
+    print('placed_load  claims  hosts used  max  max/mean  stdev  409s  '
+          'seconds')
     for result in results:
-        print('%-11s  %10d  %3d  %8.2f  %5.2f  %4d  %7.1f' % (
-            'on' if result['placed_load'] else 'off', result['hosts_used'],
-            result['max'], result['max_over_mean'], result['stdev'],
-            result['conflicts'], result['seconds']))
+        print('%-11s  %6d  %10d  %3d  %8.2f  %5.2f  %4d  %7.1f' % (
+            'on' if result['placed_load'] else 'off', result['claims'],
+            result['hosts_used'], result['max'], result['max_over_mean'],
+            result['stdev'], result['conflicts'], result['seconds']))
         print('  claims per host: %s' % result['per_host'])
     return 0
 
