@@ -191,6 +191,32 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.SUCCESS, '%d replicas online; a write is answered '
                       'once %d hold it.' % (online, acks))
 
+    def _check_numa_room(self):
+        try:
+            rules = self._graph().pci_affinity.list()
+        except Exception as exc:  # noqa: BLE001
+            return Result(Code.FAILURE, 'Cannot read the PCI-NUMA affinity '
+                          'rules: %s' % exc)
+        if not rules:
+            return Result(Code.SUCCESS, 'No PCI-NUMA affinity rule.')
+        name = self.conf.telemetry.numa_free_memory_metric
+        if not name:
+            return Result(Code.WARNING, '%d PCI-NUMA affinity rules, but no '
+                          '[telemetry] numa_free_memory_metric: on hosts '
+                          'whose trees do not model NUMA, a node\'s room is '
+                          'its size in the published topology, whatever is '
+                          'used there. Set it to a metric of target numa '
+                          '(e.g. node_memory_numa_MemFree / 1048576).'
+                          % len(rules))
+        try:
+            metric = self._graph().metrics.get(name)
+        except Exception:  # noqa: BLE001 - NotFound or the engine
+            metric = None
+        if metric is None or metric.target != 'numa':
+            return Result(Code.FAILURE, '[telemetry] numa_free_memory_metric '
+                          '= %s is no stored metric of target numa.' % name)
+        return Result(Code.SUCCESS, 'NUMA rooms follow metric %s.' % name)
+
     def _check_policy_json(self):
         return common_checks.check_policy_json(self, self.conf)
 
@@ -202,6 +228,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Policy File JSON to YAML Migration', _check_policy_json),
         ('Telemetry', _check_telemetry),
         ('Graph replication', _check_replication),
+        ('NUMA room of PCI-NUMA affinity', _check_numa_room),
     )
 
 

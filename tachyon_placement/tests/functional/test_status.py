@@ -139,3 +139,25 @@ def test_schema_version_older_is_migrated_newer_is_refused(api):
     assert started.returncode == 1, started.stdout + started.stderr
     assert 'newer release' in started.stderr, started.stderr
     assert _record_schema(api.config, SCHEMA_VERSION) == SCHEMA_VERSION
+
+
+def test_affinity_rules_without_live_numa_room_are_a_warning(api, tmp_path):
+    status, _ = api.request('PUT', '/resource_classes/CUSTOM_GPU')
+    assert status in (201, 204)
+    status, body = api.request('PUT', '/tachyon/pci_affinity/gpus', {
+        'resource_class': 'CUSTOM_GPU', 'policy': 'required'},
+        service='tachyon', version='1.0')
+    assert status in (200, 201), body
+    api.stop()
+    code, out = _check(api.config)
+    text = ' '.join(out.replace('|', ' ').split())
+    assert code == 1, out
+    assert 'no [telemetry] numa_free_memory_metric' in text, out
+    config = tmp_path / 'numa.conf'
+    with open(api.config) as source:
+        config.write_text(source.read() + (
+            '\n[telemetry]\nnuma_free_memory_metric = nope\n'))
+    code, out = _check(str(config))
+    text = ' '.join(out.replace('|', ' ').split())
+    assert code == 2, out
+    assert 'numa_free_memory_metric = nope is no stored metric' in text, out
