@@ -122,9 +122,11 @@ class Ranking:
             # No host with a value (an outage past the staleness limit):
             # no policy applies, so the weigher leaves Placement's order
             # and candidates alone rather than excluding every host.
-            valued = any(value is not None for value in scores.values())
-            for root, value in scores.items():
-                self._judge(weigher, root, value, normal, valued)
+            if weigher.scorer.get('threshold') or model.missing_policy(
+                    weigher.scorer):
+                valued = any(value is not None for value in scores.values())
+                for root, value in scores.items():
+                    self._judge(weigher, root, value, normal, valued)
             self.parts[weigher.name] = normal
             for root, value in normal.items():
                 self.scores[root] = (self.scores.get(root, 0.0)
@@ -238,6 +240,9 @@ class Ranking:
         changed = set(changed_roots)
         patched.excluded = _without(self.excluded, changed)
         patched.avoided = _without(self.avoided, changed)
+        judged = {weigher.name: bool(weigher.scorer.get('threshold')
+                                     or model.missing_policy(weigher.scorer))
+                  for weigher in self.weighers}
         for weigher in self.weighers:
             low, high = bounds[weigher.name][:2]
             part = dict(self.parts[weigher.name])
@@ -249,7 +254,8 @@ class Ranking:
                 value = scores[root]
                 if value is not None and value != low:
                     part[root] = (value - low) / (high - low)
-                patched._judge(weigher, root, value, part)
+                if judged[weigher.name]:
+                    patched._judge(weigher, root, value, part)
             patched.parts[weigher.name] = part
         patched.scores = dict(self.scores)
         for root in changed_roots:
