@@ -23,6 +23,7 @@ ALLOWED = {
     'topology': {'domain', 'graph', 'world', 'telemetry'},
     'importing': {'domain', 'graph'},
     'backup': {'domain', 'graph', 'importing'},
+    'capacity': {'domain'},
     'usecases': {'domain', 'graph', 'world', 'weighing', 'telemetry',
                  'topology'},
 }
