@@ -22,6 +22,7 @@ from tachyon_placement.graph import migrations
 from tachyon_placement.graph import schema
 from tachyon_placement import policy
 from tachyon_placement.telemetry import collector
+from tachyon_placement.telemetry import metrics as telemetry_metrics
 
 Result = upgradecheck.Result
 Code = upgradecheck.Code
@@ -212,7 +213,7 @@ class Checks(upgradecheck.UpgradeCommands):
             metric = self._graph().metrics.get(name)
         except Exception:  # noqa: BLE001 - NotFound or the engine
             metric = None
-        if metric is None or metric.target != 'numa':
+        if metric is None or metric.target != telemetry_metrics.NUMA:
             return Result(Code.FAILURE, '[telemetry] numa_free_memory_metric '
                           '= %s is no stored metric of target numa.' % name)
         return Result(Code.SUCCESS, 'NUMA rooms follow metric %s.' % name)

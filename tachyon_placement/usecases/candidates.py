@@ -84,10 +84,9 @@ def explain(store, groups, wide, settings):
                     'value': weighing_scorers.measured(weigher.scorer, raw),
                     'normalized': normal,
                     'contribution': weigher.weight * normal}
-            if raw is None and weighing_model.missing_policy(
-                    weigher.scorer):
-                part['missing'] = weighing_model.missing_policy(
-                    weigher.scorer)
+            policy = weighing_model.missing_policy(weigher.scorer)
+            if raw is None and policy:
+                part['missing'] = policy
             if weigher.scorer['type'] == weighing_model.METRIC:
                 part['metric'] = _metric_part(weigher, root, world, now_ms,
                                               staleness_ms)
