@@ -6,6 +6,7 @@ header, automatically (see app.make_mapper).
 from tachyon_placement.api.handlers import aggregate
 from tachyon_placement.api.handlers import allocation
 from tachyon_placement.api.handlers import allocation_candidate
+from tachyon_placement.api.handlers import capacity
 from tachyon_placement.api.handlers import changes
 from tachyon_placement.api.handlers import explain
 from tachyon_placement.api.handlers import inventory
@@ -117,6 +118,9 @@ TACHYON_ROUTES = {
     },
     '/tachyon/explain/allocation_candidates': {
         'GET': explain.explain_candidates,
+    },
+    '/tachyon/capacity': {
+        'GET': capacity.get_capacity,
     },
     '/tachyon/telemetry/status': {
         'GET': metric.telemetry_status,

@@ -1,107 +1,135 @@
 """How many more instances of one request fit: counted exactly as claiming
-the request again and again until nothing fits would count them.
+the request again and again until nothing fits would count them, each
+claim taking the first candidate GET /allocation_candidates gives (as
+Nova claims the first it is given).
 
-``claimed_until_full`` is that definition: the domain's candidate search
-(domain/candidates.py, the very search of GET /allocation_candidates)
-asked for one candidate, the candidate's allocations added to the
-providers' usage, again, until no candidate is left.  It costs a search
-per claim (about 0.3 ms), so ``count`` takes a closed form where one is
-provably the same number: a tree of one provider asked for one group of
-resources without a sharing provider in reach (each claim takes the same
-amounts from the same provider until one class runs out).  The
-hypothesis tests (tests/unit/test_capacity_counting.py) check the closed
-form against the claims on generated trees and requests.
+The claims need not be made one by one.  In Placement's order (depth
+first, not shuffled, no weigher) the candidates come in an order that
+does not depend on usage, and usage only takes candidates away: so after
+some claims, the first candidate is the first of the candidates found
+*before* any claim that still fits.  ``replay`` walks that list once,
+claiming each candidate as many times as it fits (one division per
+class), which is the claims' count at the cost of one search however
+many instances fit.  The hypothesis tests
+(tests/unit/test_capacity_counting.py) check it against the claims made
+one by one through the domain search, on generated clouds: nested trees,
+granular groups, group_policy, same_subtree, sharing providers, max_unit,
+step_size, reserved and allocation ratios, traits and member_of.
 
-Pure: providers are domain.ProviderNode, requests domain.RequestGroup and
-RequestWide; nothing here reads the graph.
+Pure: the candidates are domain.AllocationRequests, ``room`` a function
+(provider uuid, class) -> what is left to allocate; nothing here reads
+the graph.
 """
+import collections
 import dataclasses
 
-from tachyon_placement.domain import candidates as domain
 
-# Claims simulated for one count at most: a request of one unit on a
-# provider of millions would otherwise take minutes.  A count that
-# reaches it is reported as at least this many.
-MAX_CLAIMS = 100000
+def replay(requests, room):
+    """{anchor root: instances claimed there} of the claims made one after
+    the other on ``requests`` (domain.AllocationRequests in the search's
+    order, found before any claim), each on the first one that fits."""
+    left = {}
+    claimed = collections.Counter()
+    for request in requests:
+        fits = None
+        for uuid, amounts in request.allocations.items():
+            for rc, amount in amounts.items():
+                if amount <= 0:
+                    continue
+                key = (uuid, rc)
+                free = left.get(key)
+                if free is None:
+                    free = left[key] = room(uuid, rc)
+                times = free // amount
+                if fits is None or times < fits:
+                    fits = times
+        if not fits:
+            # Nothing asked (no amount) claims nothing: it never fills.
+            continue
+        for uuid, amounts in request.allocations.items():
+            for rc, amount in amounts.items():
+                if amount > 0:
+                    left[(uuid, rc)] -= fits * amount
+        claimed[request.anchor] += fits
+    return claimed
 
 
 @dataclasses.dataclass(frozen=True)
-class Count:
-    """``fits``: instances that fit; ``exact``: False when the count
-    stopped at MAX_CLAIMS (at least that many fit)."""
-    fits: int
-    exact: bool = True
+class Capacity:
+    """``hosts``: {root: instances that fit on that host alone (its tree
+    and the sharing providers reaching it, claimed by nothing else)}, in
+    the candidates' order; ``total``: instances that fit in the whole
+    cloud (less than the sum of the hosts' when they compete for a
+    sharing provider); ``claims``: {root: instances of the total claimed
+    there}; ``shared``: whether a candidate takes from a sharing
+    provider of another tree."""
+    hosts: dict
+    total: int
+    claims: dict
+    shared: bool
 
 
-def with_claim(nodes, allocations):
-    """New ProviderNodes for ``nodes`` with ``allocations`` ({provider
-    uuid: {class: amount}}) added to their usage (nodes are never changed
-    in place: the search keeps memos on them)."""
-    moved = []
-    for node in nodes:
-        amounts = allocations.get(node.uuid)
-        inventories = node.inventories
-        if amounts:
-            inventories = {
-                rc: (dataclasses.replace(inventory,
-                                         used=inventory.used + amounts[rc])
-                     if rc in amounts else inventory)
-                for rc, inventory in inventories.items()}
-        moved.append(domain.ProviderNode(
-            node.uuid, node.parent_uuid, node.root_uuid, node.seq,
-            node.traits, node.aggregates, inventories))
-    return moved
+class Counting:
+    """Counts of the candidates ``requests`` (every candidate of a request
+    before any claim, in the search's order) found on ``snapshot`` (a
+    domain.Snapshot, whose nodes hold the usage).
+
+    ``alone(anchors)``: the candidates anchored at ``anchors`` (a set of
+    roots) only, searched anew.  The search lists a candidate made of
+    sharing providers alone once, at the first root it can be anchored
+    at; the other roots those providers reach count theirs from their
+    own search."""
+
+    def __init__(self, snapshot, requests, alone):
+        self.snapshot = snapshot
+        self.requests = requests
+        self.alone = alone
+        self.reach = set()
+        by_uuid = snapshot.by_uuid
+        for request in requests:
+            nodes = [by_uuid[uuid] for uuid in request.allocations]
+            if nodes and all(node.sharing for node in nodes):
+                for node in nodes:
+                    self.reach |= node.anchors
+
+    def room(self, uuid, rc):
+        return self.snapshot.by_uuid[uuid].room(rc)[0]
+
+    def capacity(self):
+        by_anchor = {}
+        for request in self.requests:
+            by_anchor.setdefault(request.anchor, []).append(request)
+        for anchor in sorted(self.reach - set(by_anchor),
+                             key=self.snapshot.root_key):
+            by_anchor[anchor] = ()
+        hosts = {}
+        for anchor, found in by_anchor.items():
+            if anchor in self.reach:
+                found = self.alone({anchor})
+            fits = sum(replay(found, self.room).values())
+            if fits:
+                hosts[anchor] = fits
+        shared = any(map(_crosses, self.requests))
+        if not shared:
+            return Capacity(hosts, sum(hosts.values()), dict(hosts), False)
+        claims = {anchor: fits for anchor, fits
+                  in replay(self.requests, self.room).items() if fits}
+        return Capacity(hosts, sum(claims.values()), claims, True)
+
+    def within(self, capacity, anchors):
+        """Instances that fit on the hosts ``anchors`` (a set of roots)
+        alone: the claims made there only."""
+        if not capacity.shared and not self.reach:
+            return sum(fits for anchor, fits in capacity.hosts.items()
+                       if anchor in anchors)
+        if self.reach & anchors:
+            found = self.alone(anchors)
+        else:
+            found = [request for request in self.requests
+                     if request.anchor in anchors]
+        return sum(replay(found, self.room).values())
 
 
-def claimed_until_full(nodes, groups, wide, max_claims=MAX_CLAIMS):
-    """The Count of claims of the request (``groups``, ``wide``) that
-    succeed one after the other on ``nodes`` (whole trees and the sharing
-    providers reaching them), each taking the first candidate the search
-    gives, as Nova claims the first it is given."""
-    first = dataclasses.replace(wide, limit=1)
-    settings = domain.Settings(max_candidates=1)
-    fits = 0
-    while fits < max_claims:
-        found = domain.find_candidates(domain.Snapshot(nodes), groups, first,
-                                       settings)
-        if not found.allocation_requests:
-            return Count(fits)
-        nodes = with_claim(nodes,
-                           found.allocation_requests[0].allocations)
-        fits += 1
-    return Count(fits, exact=False)
-
-
-def closed_form(nodes, groups, wide):
-    """The count of claimed_until_full without a search per claim, or None
-    when no closed form is known to give the same number."""
-    if len(nodes) != 1 or len(groups) != 1 or wide.same_subtrees:
-        return None
-    node = nodes[0]
-    if node.sharing:
-        return None
-    resources = groups[0].resources
-    if not resources:
-        return None
-    found = domain.find_candidates(domain.Snapshot(nodes), groups,
-                                   dataclasses.replace(wide, limit=1),
-                                   domain.Settings(max_candidates=1))
-    if not found.allocation_requests:
-        return Count(0)
-    fits = None
-    for rc, amount in resources.items():
-        left, _max_unit = node.room(rc)
-        # The first claim fitted: amount respects min_unit, max_unit and
-        # step_size, and every claim asks the same.
-        each = left // amount
-        fits = each if fits is None else min(fits, each)
-    return Count(fits)
-
-
-def count(nodes, groups, wide):
-    """How many instances of the request fit on ``nodes``: the closed form
-    where there is one, else the claims simulated."""
-    found = closed_form(nodes, groups, wide)
-    if found is not None:
-        return found
-    return claimed_until_full(nodes, groups, wide)
+def _crosses(request):
+    """Whether ``request`` takes from a tree other than its anchor's."""
+    return any(root != request.anchor for root in request.roots)

@@ -9,6 +9,7 @@ from tachyon_placement.policies import aggregate
 from tachyon_placement.policies import allocation
 from tachyon_placement.policies import allocation_candidate
 from tachyon_placement.policies import base
+from tachyon_placement.policies import capacity
 from tachyon_placement.policies import changes
 from tachyon_placement.policies import explain
 from tachyon_placement.policies import inventory
@@ -42,6 +43,7 @@ _TACHYON_MODULES = (
     weigher,
     metric,
     explain,
+    capacity,
     topology,
     pci_affinity,
     changes,

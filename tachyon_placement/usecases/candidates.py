@@ -127,6 +127,29 @@ def request_summary(groups, wide):
         member_of=frozenset(member_of), groups=len(groups))
 
 
+def every_candidate(store, groups, wide, settings):
+    """(Every candidate of the request in Placement's order: no limit, no
+    maximum, depth first, not shuffled, no weigher; the search's snapshot
+    of the trees they come from; the World searched; a function of a set
+    of roots giving the candidates anchored there only, from the same
+    World), what capacity counts (capacity/counting.py).  The operator's
+    PCI-NUMA affinity rules apply as they do to GET
+    /allocation_candidates."""
+    reader = store.candidates.reader()
+    settings = dataclasses.replace(
+        settings, max_candidates=-1, strategy=domain.DEPTH_FIRST,
+        randomize=False, nested_aware=True)
+    wide = dataclasses.replace(wide, limit=None)
+
+    def search(within=None):
+        return _searched(store, reader, groups, wide, settings,
+                         weighed=False, within=within)[0].allocation_requests
+
+    snapshot, _load = reader.search_snapshot(reader.sharing_providers(),
+                                             None)
+    return search(), snapshot, reader.world, search
+
+
 def _search(store, reader, groups, wide, settings):
     """The search, timed for the metrics: (domain.Candidates, {root:
     (hard or soft, [(weigher, why)])} of the roots that could take the
@@ -139,9 +162,12 @@ def _search(store, reader, groups, wide, settings):
     return result, barred
 
 
-def _searched(store, reader, groups, wide, settings):
+def _searched(store, reader, groups, wide, settings, weighed=True,
+              within=None):
     """(domain.Candidates, whether weighers ordered them, the roots
-    they barred: see _search)."""
+    they barred: see _search); ``weighed`` False: in Placement's order
+    whatever weighers are stored; ``within``: anchored at those roots
+    only."""
     classes = {rc for group in groups for rc in group.resources}
     traits = set(wide.root_required) | set(wide.root_forbidden)
     for group in groups:
@@ -180,14 +206,18 @@ def _searched(store, reader, groups, wide, settings):
                                   unknown_traits, in_tree_roots, probes,
                                   rows, bounds)
     roots = domain.candidate_roots(probes, rows, bounds) if viable else None
+    if roots and within is not None:
+        roots = within.intersection(roots)
     if not roots:
         return domain.empty(), False, {}
     # Visit the roots oldest first (Placement's order), or best first
     # when weighers apply.
     snapshot, load = reader.search_snapshot(sharing, roots)
     world = reader.world
-    ranked = _ranking(world, request_summary(groups, wide),
-                      settings.staleness_limit)
+    ranked = None
+    if weighed:
+        ranked = _ranking(world, request_summary(groups, wide),
+                          settings.staleness_limit)
 
     def search(anchor_roots):
         return domain.find_candidates(

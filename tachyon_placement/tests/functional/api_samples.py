@@ -172,6 +172,9 @@ STEPS = [
      '/tachyon/explain/allocation_candidates?resources=VCPU:2', None, T,
      200),
     (None, 'DELETE', '/tachyon/weighers/spread-ram', None, T, 204),
+    ('tachyon/get-capacity', 'GET',
+     '/tachyon/capacity?resources=VCPU:2,MEMORY_MB:4096,DISK_GB:100'
+     '&per_aggregate=true', None, T, 200),
     ('tachyon/put-topology', 'PUT', '/tachyon/topology/hosts/cn1', {
         'sockets': [{'id': 0}],
         'numa_nodes': [

@@ -25,7 +25,7 @@ ALLOWED = {
     'backup': {'domain', 'graph', 'importing'},
     'capacity': {'domain'},
     'usecases': {'domain', 'graph', 'world', 'weighing', 'telemetry',
-                 'topology'},
+                 'topology', 'capacity'},
 }
 # Only the processes' entry points assemble the service.
 COMPOSITION_ROOT = 'deploy'
