@@ -23,33 +23,34 @@ the graph.
 import collections
 import dataclasses
 
+from tachyon_placement.domain import candidates as domain
+
 
 def replay(requests, room):
     """{anchor root: instances claimed there} of the claims made one after
     the other on ``requests`` (domain.AllocationRequests in the search's
-    order, found before any claim), each on the first one that fits."""
+    order, found before any claim), each on the first one that fits;
+    ``room(uuid, rc)``: what is left of a provider's class before any
+    claim."""
     left = {}
     claimed = collections.Counter()
     for request in requests:
         fits = None
         for uuid, amounts in request.allocations.items():
             for rc, amount in amounts.items():
-                if amount <= 0:
-                    continue
                 key = (uuid, rc)
                 free = left.get(key)
                 if free is None:
                     free = left[key] = room(uuid, rc)
+                # Placement's amounts are at least 1.
                 times = free // amount
                 if fits is None or times < fits:
                     fits = times
         if not fits:
-            # Nothing asked (no amount) claims nothing: it never fills.
             continue
         for uuid, amounts in request.allocations.items():
             for rc, amount in amounts.items():
-                if amount > 0:
-                    left[(uuid, rc)] -= fits * amount
+                left[(uuid, rc)] -= fits * amount
         claimed[request.anchor] += fits
     return claimed
 
@@ -69,67 +70,164 @@ class Capacity:
     shared: bool
 
 
+# Replays of the candidates of coupled hosts, by the identity of the
+# domain Runs they come from (held, so their ids are not reused): the same
+# Runs name the same providers at the same usage.  A write changes one
+# tree's Runs: the replays of the components it left alone are kept.
+_REPLAYS = {}
+_REPLAYS_KEPT = 4096
+# What a Run's ``derived`` holds its anchor's count under.
+_FITS = 'capacity.fits'
+
+
 class Counting:
-    """Counts of the candidates ``requests`` (every candidate of a request
-    before any claim, in the search's order) found on ``snapshot`` (a
+    """Counts of the candidates of a request (every candidate before any
+    claim, in the search's order: ``pieces``, domain Runs of one anchor's
+    requests and single domain.AllocationRequests) found on ``snapshot`` (a
     domain.Snapshot, whose nodes hold the usage).
 
     ``alone(anchors)``: the candidates anchored at ``anchors`` (a set of
     roots) only, searched anew.  The search lists a candidate made of
     sharing providers alone once, at the first root it can be anchored
     at; the other roots those providers reach count theirs from their
-    own search."""
+    own search.
 
-    def __init__(self, snapshot, requests, alone):
+    Hosts whose candidates stay in their own tree, a tree no other host's
+    candidate takes from, are independent: the total and an aggregate's
+    count add their own counts up, and replay only the candidates of the
+    coupled hosts (those that share providers) together, component by
+    component (hosts linked by the providers they share).  A host's count
+    is kept on its Run, a component's replay by its Runs' identity: a
+    repeated count recounts only the trees that changed."""
+
+    def __init__(self, snapshot, pieces, alone):
         self.snapshot = snapshot
-        self.requests = requests
         self.alone = alone
-        self.reach = set()
+        self._rooms = {}
         by_uuid = snapshot.by_uuid
-        for request in requests:
-            nodes = [by_uuid[uuid] for uuid in request.allocations]
-            if nodes and all(node.sharing for node in nodes):
-                for node in nodes:
-                    self.reach |= node.anchors
+        # {anchor: (its requests, their Run or None)}, in the search's
+        # order (depth first: an anchor's requests come together).
+        self.by_anchor = {}
+        crossing = {}
+        self.reach = set()
+        for piece in pieces:
+            if isinstance(piece, domain.Run):
+                if not piece.items:
+                    continue
+                anchor = piece.items[0].anchor
+                self.by_anchor[anchor] = (piece.items, piece)
+                requests = piece.items if piece.sharing_only else ()
+                if len(piece.roots) != 1 or anchor not in piece.roots:
+                    crossing[anchor] = piece.roots
+            else:
+                anchor = piece.anchor
+                self.by_anchor.setdefault(anchor, ([], None))[0].append(
+                    piece)
+                requests = (piece,)
+                if len(piece.roots) != 1 or anchor not in piece.roots:
+                    crossing[anchor] = crossing.get(
+                        anchor, frozenset()) | piece.roots
+            for request in requests:
+                nodes = [by_uuid[uuid] for uuid in request.allocations]
+                if nodes and all(node.sharing for node in nodes):
+                    for node in nodes:
+                        self.reach |= node.anchors
+        self.shared = bool(crossing)
+        self.components = _components(crossing, self.by_anchor)
+        self.coupled = {anchor: number
+                        for number, members in enumerate(self.components)
+                        for anchor in members}
 
     def room(self, uuid, rc):
-        return self.snapshot.by_uuid[uuid].room(rc)[0]
+        key = (uuid, rc)
+        free = self._rooms.get(key)
+        if free is None:
+            free = self._rooms[key] = (
+                self.snapshot.by_uuid[uuid].room(rc)[0])
+        return free
 
     def capacity(self):
-        by_anchor = {}
-        for request in self.requests:
-            by_anchor.setdefault(request.anchor, []).append(request)
+        by_anchor = dict(self.by_anchor)
         for anchor in sorted(self.reach - set(by_anchor),
                              key=self.snapshot.root_key):
-            by_anchor[anchor] = ()
+            by_anchor[anchor] = ((), None)
         hosts = {}
-        for anchor, found in by_anchor.items():
+        for anchor, (found, run) in by_anchor.items():
             if anchor in self.reach:
-                found = self.alone({anchor})
-            fits = sum(replay(found, self.room).values())
+                fits = sum(replay(self.alone({anchor}), self.room).values())
+            elif run is not None:
+                derived = run.derived
+                if derived is None:
+                    derived = run.derived = {}
+                fits = derived.get(_FITS)
+                if fits is None:
+                    fits = derived[_FITS] = sum(
+                        replay(found, self.room).values())
+            else:
+                fits = sum(replay(found, self.room).values())
             if fits:
                 hosts[anchor] = fits
-        shared = any(map(_crosses, self.requests))
-        if not shared:
-            return Capacity(hosts, sum(hosts.values()), dict(hosts), False)
-        claims = {anchor: fits for anchor, fits
-                  in replay(self.requests, self.room).items() if fits}
-        return Capacity(hosts, sum(claims.values()), claims, True)
+        claims = {anchor: fits for anchor, fits in hosts.items()
+                  if anchor not in self.coupled}
+        for members in self.components:
+            claims.update(self._replayed(members))
+        claims = {anchor: fits for anchor, fits in claims.items() if fits}
+        return Capacity(hosts, sum(claims.values()), claims, self.shared)
 
     def within(self, capacity, anchors):
         """Instances that fit on the hosts ``anchors`` (a set of roots)
         alone: the claims made there only."""
-        if not capacity.shared and not self.reach:
-            return sum(fits for anchor, fits in capacity.hosts.items()
-                       if anchor in anchors)
         if self.reach & anchors:
-            found = self.alone(anchors)
-        else:
-            found = [request for request in self.requests
-                     if request.anchor in anchors]
-        return sum(replay(found, self.room).values())
+            return sum(replay(self.alone(anchors), self.room).values())
+        fits = sum(fits for anchor, fits in capacity.hosts.items()
+                   if anchor in anchors and anchor not in self.coupled)
+        for members in self.components:
+            chosen = [anchor for anchor in members if anchor in anchors]
+            if chosen:
+                fits += sum(self._replayed(chosen).values())
+        return fits
+
+    def _replayed(self, anchors):
+        """replay() of the candidates anchored at ``anchors`` (in the
+        search's order), kept by their Runs' identity when all are Runs."""
+        runs = tuple([self.by_anchor[anchor][1] for anchor in anchors])
+        key = None
+        if all(run is not None for run in runs):
+            key = tuple(map(id, runs))
+            kept = _REPLAYS.get(key)
+            if kept is not None:
+                return kept[1]
+        claims = replay([request for anchor in anchors
+                         for request in self.by_anchor[anchor][0]],
+                        self.room)
+        if key is not None:
+            if len(_REPLAYS) >= _REPLAYS_KEPT:
+                _REPLAYS.clear()
+            _REPLAYS[key] = (runs, claims)
+        return claims
 
 
-def _crosses(request):
-    """Whether ``request`` takes from a tree other than its anchor's."""
-    return any(root != request.anchor for root in request.roots)
+def _components(crossing, by_anchor):
+    """The anchors that share providers, in groups that share none with
+    one another (each in the search's order): ``crossing`` {anchor: the
+    roots of the providers its candidates take from, beyond its own}."""
+    if not crossing:
+        return []
+    parent = {}
+
+    def find(root):
+        while parent.get(root, root) != root:
+            root = parent[root]
+        return root
+
+    for anchor, roots in crossing.items():
+        for root in roots:
+            first, second = find(anchor), find(root)
+            if first != second:
+                parent[second] = first
+    linked = set(crossing).union(*crossing.values())
+    groups = {}
+    for anchor in by_anchor:
+        if anchor in linked:
+            groups.setdefault(find(anchor), []).append(anchor)
+    return list(groups.values())

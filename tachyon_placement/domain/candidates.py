@@ -443,15 +443,20 @@ class Run:
 
     ``roots``: the roots the items' providers belong to; ``sharing_only``:
     whether an item (a request) is made of sharing providers alone.
+    ``derived``: what another room computes from the items alone (the
+    providers they name do not change while the Run lives: a changed tree
+    or sharing provider makes new Runs), kept as long as they are, e.g.
+    how many times the requests fit (capacity/counting.py).
     """
 
-    __slots__ = ('items', 'roots', 'sharing_only', 'encoded')
+    __slots__ = ('items', 'roots', 'sharing_only', 'encoded', 'derived')
 
     def __init__(self, items, roots=frozenset(), sharing_only=False):
         self.items = items
         self.roots = roots
         self.sharing_only = sharing_only
         self.encoded = None
+        self.derived = None
 
 
 @dataclasses.dataclass

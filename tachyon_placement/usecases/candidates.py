@@ -129,10 +129,10 @@ def request_summary(groups, wide):
 
 def every_candidate(store, groups, wide, settings):
     """(Every candidate of the request in Placement's order: no limit, no
-    maximum, depth first, not shuffled, no weigher; the search's snapshot
-    of the trees they come from; the World searched; a function of a set
-    of roots giving the candidates anchored there only, from the same
-    World), what capacity counts (capacity/counting.py).  The operator's
+    maximum, depth first, not shuffled, no weigher (domain.Candidates);
+    the search's snapshot of the trees they come from; the World
+    searched; a function of a set of roots giving the Candidates anchored
+    there only, from the same World), what capacity counts (capacity/counting.py).  The operator's
     PCI-NUMA affinity rules apply as they do to GET
     /allocation_candidates."""
     reader = store.candidates.reader()
@@ -143,7 +143,7 @@ def every_candidate(store, groups, wide, settings):
 
     def search(within=None):
         return _searched(store, reader, groups, wide, settings,
-                         weighed=False, within=within)[0].allocation_requests
+                         weighed=False, within=within)[0]
 
     snapshot, _load = reader.search_snapshot(reader.sharing_providers(),
                                              None)

@@ -16,9 +16,14 @@ def count(store, groups, wide, settings, per_aggregate=False):
     fits, in_total}][, 'aggregates': [{uuid, fits, hosts}]]}: see
     capacity.counting.Capacity.  domain.UnknownResourceClass or
     UnknownTrait when the request names one the graph does not have."""
-    requests, snapshot, world, alone = candidates.every_candidate(
+    found, snapshot, world, search = candidates.every_candidate(
         store, groups, wide, settings)
-    counts = counting.Counting(snapshot, requests, alone)
+
+    def alone(anchors):
+        return search(anchors).allocation_requests
+
+    counts = counting.Counting(
+        snapshot, found.request_pieces or found.allocation_requests, alone)
     capacity = counts.capacity()
     records = world.records
     hosts = []
