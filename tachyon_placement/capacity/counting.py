@@ -167,8 +167,17 @@ class Counting:
                 fits = sum(replay(found, self.room).values())
             if fits:
                 hosts[anchor] = fits
-        claims = {anchor: fits for anchor, fits in hosts.items()
-                  if anchor not in self.coupled}
+        # In the total a root counts the candidates the search listed
+        # there: those made of sharing providers alone that it can take
+        # too are listed (and claimed) at an earlier root.
+        claims = {}
+        for anchor, (found, _run) in self.by_anchor.items():
+            if anchor in self.coupled:
+                continue
+            if anchor in self.reach:
+                claims[anchor] = sum(replay(found, self.room).values())
+            else:
+                claims[anchor] = hosts.get(anchor, 0)
         for members in self.components:
             claims.update(self._replayed(members))
         claims = {anchor: fits for anchor, fits in claims.items() if fits}

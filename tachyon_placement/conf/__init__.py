@@ -13,6 +13,7 @@ from oslo_middleware import http_proxy_to_wsgi
 from oslo_policy import opts as policy_opts
 
 from tachyon_placement.conf import api
+from tachyon_placement.conf import capacity
 from tachyon_placement.conf import changes
 from tachyon_placement.conf import graph
 from tachyon_placement.conf import metrics
@@ -23,6 +24,7 @@ from tachyon_placement.conf import weighing
 
 def register_opts(conf):
     api.register_opts(conf)
+    capacity.register_opts(conf)
     changes.register_opts(conf)
     graph.register_opts(conf)
     metrics.register_opts(conf)

@@ -1,5 +1,6 @@
 """Entry point for oslo-config-generator (namespace tachyon_placement)."""
 from tachyon_placement.conf import api
+from tachyon_placement.conf import capacity
 from tachyon_placement.conf import changes
 from tachyon_placement.conf import graph
 from tachyon_placement.conf import metrics
@@ -10,8 +11,8 @@ from tachyon_placement.conf import weighing
 
 def list_opts():
     opts = {}
-    for module in (api, changes, graph, metrics, placement, telemetry,
-                   weighing):
+    for module in (api, capacity, changes, graph, metrics, placement,
+                   telemetry, weighing):
         for group, group_opts in module.list_opts().items():
             opts[group] = group_opts
     return [(group, items) for group, items in opts.items()]

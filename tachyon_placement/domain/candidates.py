@@ -115,6 +115,8 @@ class Settings:
     each anchor's requests are ordered by rank, stably, in the places its
     requests had): a capability's say on whole candidates (PCI-NUMA
     affinity, topology/affinity.py); None changes nothing.
+
+    ``summaries``: False leaves the provider summaries out (empty).
     """
     max_candidates: int = -1
     strategy: str = DEPTH_FIRST
@@ -123,6 +125,8 @@ class Settings:
     rng: random.Random = None
     option_key: object = None
     refiner: object = None
+    # False: no provider summaries (a count of the candidates needs none).
+    summaries: bool = True
 
 
 # ---------------------------------------------------------------------------
@@ -1291,8 +1295,10 @@ def find_candidates(snapshot, groups, wide, settings=None,
     elif rng is not None:
         rng.shuffle(results)
         pieces = None
-    summaries, summary_pieces = _summaries(
-        snapshot, pieces or results, everything, settings.nested_aware)
+    summaries, summary_pieces = [], None
+    if settings.summaries:
+        summaries, summary_pieces = _summaries(
+            snapshot, pieces or results, everything, settings.nested_aware)
     return Candidates(
         allocation_requests=results, provider_summaries=summaries,
         request_pieces=pieces, summary_pieces=summary_pieces)

@@ -30,6 +30,7 @@ class SearchSettings:
     staleness_limit: float      # seconds a metric value counts
     host_subset_size: int
     numa_free_memory_metric: str = None
+    summaries: bool = True      # False: no provider summaries (counts)
 
     @classmethod
     def from_conf(cls, conf, nested_aware):
@@ -127,23 +128,36 @@ def request_summary(groups, wide):
         member_of=frozenset(member_of), groups=len(groups))
 
 
-def every_candidate(store, groups, wide, settings):
+class TooManyCandidates(Exception):
+    """More candidates than a count may enumerate."""
+
+    def __init__(self, most):
+        super().__init__(most)
+        self.most = most
+
+
+def every_candidate(store, groups, wide, settings, most):
     """(Every candidate of the request in Placement's order: no limit, no
     maximum, depth first, not shuffled, no weigher (domain.Candidates);
     the search's snapshot of the trees they come from; the World
     searched; a function of a set of roots giving the Candidates anchored
-    there only, from the same World), what capacity counts (capacity/counting.py).  The operator's
-    PCI-NUMA affinity rules apply as they do to GET
-    /allocation_candidates."""
+    there only, from the same World), what capacity counts
+    (capacity/counting.py).  The operator's PCI-NUMA affinity rules apply
+    as they do to GET /allocation_candidates.  TooManyCandidates past
+    ``most``."""
     reader = store.candidates.reader()
+    # One more than the most: enough to tell a request that has more.
     settings = dataclasses.replace(
-        settings, max_candidates=-1, strategy=domain.DEPTH_FIRST,
-        randomize=False, nested_aware=True)
+        settings, max_candidates=most + 1, strategy=domain.DEPTH_FIRST,
+        randomize=False, nested_aware=True, summaries=False)
     wide = dataclasses.replace(wide, limit=None)
 
     def search(within=None):
-        return _searched(store, reader, groups, wide, settings,
-                         weighed=False, within=within)[0]
+        found = _searched(store, reader, groups, wide, settings,
+                          weighed=False, within=within)[0]
+        if len(found.allocation_requests) > most:
+            raise TooManyCandidates(most)
+        return found
 
     snapshot, _load = reader.search_snapshot(reader.sharing_providers(),
                                              None)
@@ -226,7 +240,8 @@ def _searched(store, reader, groups, wide, settings, weighed=True,
                 strategy=settings.strategy, randomize=settings.randomize,
                 nested_aware=settings.nested_aware,
                 option_key=ranked.option_key() if ranked else None,
-                refiner=_affinity_refiner(world, settings)),
+                refiner=_affinity_refiner(world, settings),
+                summaries=settings.summaries),
             in_tree_roots=in_tree_roots,
             anchors=_weighed(reader, ranked, anchor_roots,
                              settings.host_subset_size),

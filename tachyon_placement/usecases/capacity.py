@@ -11,13 +11,17 @@ from tachyon_placement.capacity import counting
 from tachyon_placement.usecases import candidates
 
 
-def count(store, groups, wide, settings, per_aggregate=False):
+TooManyCandidates = candidates.TooManyCandidates
+
+
+def count(store, groups, wide, settings, most, per_aggregate=False):
     """{'total': n, 'shared': bool, 'hosts': [{root_provider_uuid, name,
     fits, in_total}][, 'aggregates': [{uuid, fits, hosts}]]}: see
     capacity.counting.Capacity.  domain.UnknownResourceClass or
-    UnknownTrait when the request names one the graph does not have."""
+    UnknownTrait when the request names one the graph does not have;
+    TooManyCandidates when it has more than ``most`` candidates."""
     found, snapshot, world, search = candidates.every_candidate(
-        store, groups, wide, settings)
+        store, groups, wide, settings, most)
 
     def alone(anchors):
         return search(anchors).allocation_requests
