@@ -15,6 +15,7 @@ from tachyon_placement.telemetry import collector as telemetry_collector
 from tachyon_placement.telemetry import metrics as telemetry_metrics
 from tachyon_placement.topology import affinity
 from tachyon_placement.weighing import model as weighing_model
+from tachyon_placement.whatif import service as whatif_service
 from tachyon_placement.world import cache as world_cache
 from tachyon_placement.world import candidates as world_candidates
 from tachyon_placement import policy
@@ -36,6 +37,7 @@ def compose(engine):
     store.candidates = world_candidates.Candidates(
         store.worlds, engine.leaves_cycles_in_flight)
     store.feed = feed_service.Feed(store)
+    store.sessions = whatif_service.Sessions(store)
     return store
 
 

@@ -22,6 +22,7 @@ from tachyon_placement.api.handlers import topology
 from tachyon_placement.api.handlers import trait
 from tachyon_placement.api.handlers import usage
 from tachyon_placement.api.handlers import weigher
+from tachyon_placement.api.handlers import whatif
 
 ROUTES = {
     # '' as well as '/' so that a mount point works with or without slash.
@@ -121,6 +122,16 @@ TACHYON_ROUTES = {
     },
     '/tachyon/capacity': {
         'GET': capacity.get_capacity,
+    },
+    '/tachyon/sessions': {
+        'POST': whatif.open_session,
+    },
+    '/tachyon/sessions/{session_id}': {
+        'GET': whatif.show_session,
+        'DELETE': whatif.discard_session,
+    },
+    '/tachyon/sessions/{session_id}/commit': {
+        'POST': whatif.commit_session,
     },
     '/tachyon/telemetry/status': {
         'GET': metric.telemetry_status,

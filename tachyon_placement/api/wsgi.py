@@ -20,6 +20,9 @@ import webob.exc
 from tachyon_placement.api import errors
 from tachyon_placement.api import inputs
 from tachyon_placement.api import microversion
+from tachyon_placement.domain import errors as domain_errors
+from tachyon_placement.policies import whatif as whatif_policies
+from tachyon_placement.whatif import overlay as whatif_overlay
 
 ENV_ERROR_CODE = 'placement.error_code'
 ENV_CONTEXT = 'placement.context'
@@ -344,8 +347,36 @@ class StoreView:
 NO_STORES = StoreView(None, ())
 
 
+# Selects a what-if session (Tachyon's /tachyon/sessions) for a request.
+SESSION_HEADER = 'OpenStack-Tachyon-Session'
+SESSION_NOT_FOUND = 'tachyon.session.not_found'
+SESSION_UNSUPPORTED = 'tachyon.session.unsupported'
+
+
+def _session_stores(req, session_id, supported):
+    """The stores of the what-if session ``session_id`` (the request's
+    header): its overlay of the graph (whatif/overlay.py)."""
+    if not supported:
+        raise errors.BadRequest(
+            '%s %s is not answered within a what-if session: send it '
+            'without the %s header.' % (req.method, req.path,
+                                        SESSION_HEADER),
+            code=SESSION_UNSUPPORTED)
+    req.context.can(whatif_policies.USE)
+    if uuidutils.is_uuid_like(session_id):
+        try:
+            return req.app.store.sessions.overlay(
+                session_id, req.conf.whatif.max_consumers)
+        except whatif_overlay.SessionGone:
+            pass
+        except domain_errors.NotFound:
+            pass
+    raise errors.NotFound('No what-if session %s.' % session_id[:64],
+                          code=SESSION_NOT_FOUND)
+
+
 def handler(min_version=None, max_version=None, accept=None, content=None,
-            versions=microversion.VERSIONS, uses=()):
+            versions=microversion.VERSIONS, uses=(), session=False):
     """Declare a handler's microversion range, media types and stores.
 
     Outside the range the request gets 404 (as Placement does).  ``accept``
@@ -353,7 +384,9 @@ def handler(min_version=None, max_version=None, accept=None, content=None,
     for a body of another media type.  ``versions``: the API's versions
     (Placement's; microversion.TACHYON_VERSIONS on Tachyon's own routes).
     ``uses``: the names of the stores (graph.store.Store's attributes) it
-    reads or writes, the only ones ``req.store`` then holds.
+    reads or writes, the only ones ``req.store`` then holds.  ``session``:
+    whether it answers within a what-if session (SESSION_HEADER: its
+    stores are then the session's); otherwise such a request gets 400.
     """
     low = microversion.parse(min_version or versions[0])
     high = microversion.parse(max_version or versions[-1])
@@ -374,9 +407,20 @@ def handler(min_version=None, max_version=None, accept=None, content=None,
                     'The media type %(bad_type)s is not supported, use '
                     '%(good_type)s' % {'bad_type': req.content_type or 'None',
                                        'good_type': content})
-            return func(req)
+            session_id = req.headers.get(SESSION_HEADER)
+            if session_id is None:
+                return func(req)
+            req.environ[ENV_STORES] = StoreView(
+                _session_stores(req, session_id, session), uses)
+            try:
+                return func(req)
+            except whatif_overlay.SessionGone:
+                raise errors.NotFound(
+                    'No what-if session %s.' % session_id,
+                    code=SESSION_NOT_FOUND)
         wrapper.version_range = (low, high)
         wrapper.uses = uses
+        wrapper.session = session
         return wrapper
     return decorator
 

@@ -20,6 +20,7 @@ from tachyon_placement.conf import metrics
 from tachyon_placement.conf import placement
 from tachyon_placement.conf import telemetry
 from tachyon_placement.conf import weighing
+from tachyon_placement.conf import whatif
 
 
 def register_opts(conf):
@@ -31,6 +32,7 @@ def register_opts(conf):
     placement.register_opts(conf)
     telemetry.register_opts(conf)
     weighing.register_opts(conf)
+    whatif.register_opts(conf)
     logging.register_options(conf)
     policy_opts.set_defaults(conf)
     conf.register_opts(cors.CORS_OPTS, 'cors')

@@ -7,12 +7,13 @@ from tachyon_placement.conf import metrics
 from tachyon_placement.conf import placement
 from tachyon_placement.conf import telemetry
 from tachyon_placement.conf import weighing
+from tachyon_placement.conf import whatif
 
 
 def list_opts():
     opts = {}
     for module in (api, capacity, changes, graph, metrics, placement,
-                   telemetry, weighing):
+                   telemetry, weighing, whatif):
         for group, group_opts in module.list_opts().items():
             opts[group] = group_opts
     return [(group, items) for group, items in opts.items()]

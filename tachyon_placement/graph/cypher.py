@@ -32,6 +32,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.importer',
     'tachyon_placement.graph.backups',
     'tachyon_placement.graph.exports',
+    'tachyon_placement.graph.whatif',
 )
 
 

@@ -30,6 +30,7 @@ from tachyon_placement.graph import topology
 from tachyon_placement.graph import traits
 from tachyon_placement.graph import versioning
 from tachyon_placement.graph import weighers
+from tachyon_placement.graph import whatif
 from tachyon_placement.graph import world_reads
 
 # The graph key of FalkorDB when [graph] database is unset.
@@ -74,11 +75,14 @@ class Store:
         self.imports = importer.ImportStore(engine)
         self.integrity = integrity.IntegrityStore(engine)
         self.world_reads = world_reads.WorldReadStore(engine)
+        self.whatif_sessions = whatif.WhatIfSessionStore(engine)
         # What the process builds on the store, attached by the
         # composition root (deploy.compose): the copy of the graph
         # (world/cache.py), the candidate search over it
         # (world/candidates.py) and the change feed (feed/service.py).
         self.worlds = self.candidates = self.feed = None
+        # What-if sessions (whatif/service.py), set there too.
+        self.sessions = None
 
     def sync(self):
         """Idempotent start-up work: refuse a graph a newer release wrote

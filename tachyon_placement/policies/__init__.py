@@ -23,6 +23,7 @@ from tachyon_placement.policies import topology
 from tachyon_placement.policies import trait
 from tachyon_placement.policies import usage
 from tachyon_placement.policies import weigher
+from tachyon_placement.policies import whatif
 
 _MODULES = (
     base,
@@ -44,6 +45,7 @@ _TACHYON_MODULES = (
     metric,
     explain,
     capacity,
+    whatif,
     topology,
     pci_affinity,
     changes,

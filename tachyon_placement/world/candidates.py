@@ -256,3 +256,35 @@ class WorldReader:
                 traits=record.traits, aggregates=record.aggregates,
                 inventories=record.inventories)
             for root in roots for record in trees.get(root, ())]
+
+
+class PrivateReader(WorldReader):
+    """The candidate search's reads of a private World (a what-if
+    session's, tachyon_placement/whatif/): ``world`` evolved from
+    ``base`` (a WorldReader of the process's copy of the graph) by
+    changing the usage of the providers of the trees ``touched`` (roots),
+    nothing else.  Nothing it builds is shared with the process's own
+    searches: the search's snapshot is the base's with those trees made
+    anew (not the process's last snapshot: the next real request patches
+    from its own), the sharing providers the base's (usage changes move
+    no aggregate)."""
+
+    def __init__(self, world, base, touched):
+        super().__init__(world, base.sweep_frozen)
+        self.base = base
+        self.touched = frozenset(touched)
+        self._snapshot = None
+
+    def sharing_providers(self):
+        return self.base.sharing_providers()
+
+    def search_snapshot(self, sharing, roots):
+        if self._snapshot is None:
+            base, _load = self.base.search_snapshot(sharing, roots)
+            self._snapshot = domain.Snapshot.extend(
+                base, self.touched,
+                self.candidate_trees(
+                    [root for root in self.touched
+                     if root in self.world.trees]),
+                mates=_mates(sharing))
+        return self._snapshot, None

@@ -16,7 +16,7 @@ from tachyon_placement.schemas import allocation as schema
 from tachyon_placement.schemas import by_version
 
 
-@wsgi.handler(accept=wsgi.JSON, uses=('allocations',))
+@wsgi.handler(accept=wsgi.JSON, uses=('allocations',), session=True)
 def list_for_consumer(req):
     req.context.can(policies.ALLOC_LIST)
     consumer_uuid = req.path_item('consumer_uuid')
@@ -112,7 +112,8 @@ def _answering(unknown_class_message='%s'):
 
 
 @wsgi.handler(content=wsgi.JSON,
-              uses=('allocations', 'resource_classes', 'worlds'))
+              uses=('allocations', 'resource_classes', 'worlds'),
+              session=True)
 def set_allocations_for_consumer(req):
     req.context.can(policies.ALLOC_UPDATE)
     consumer_uuid = req.path_item('consumer_uuid')
@@ -132,7 +133,8 @@ def set_allocations_for_consumer(req):
 
 
 @wsgi.handler(min_version='1.13', content=wsgi.JSON,
-              uses=('allocations', 'resource_classes', 'worlds'))
+              uses=('allocations', 'resource_classes', 'worlds'),
+              session=True)
 def set_allocations(req):
     req.context.can(policies.ALLOC_MANAGE)
     data = req.json_body(by_version(req, schema.POST))
@@ -146,7 +148,7 @@ def set_allocations(req):
     return wsgi.empty_response(req)
 
 
-@wsgi.handler(uses=('allocations',))
+@wsgi.handler(uses=('allocations',), session=True)
 def delete_allocations(req):
     req.context.can(policies.ALLOC_DELETE)
     with _answering():

@@ -290,7 +290,8 @@ def _render_summaries(req, result, groups):
 
 
 @wsgi.handler(min_version='1.10', accept=wsgi.JSON,
-              uses=('candidates', 'resource_classes', 'traits'))
+              uses=('candidates', 'resource_classes', 'traits'),
+              session=True)
 def list_allocation_candidates(req):
     req.context.can(policies.LIST)
     req.validate_query(by_version(req, schema.GET))

@@ -14,7 +14,7 @@ from tachyon_placement.usecases import capacity
 TOO_MANY_CANDIDATES = 'tachyon.capacity.too_many_candidates'
 
 
-@tachyon.handler(accept=wsgi.JSON, uses=(
+@tachyon.handler(accept=wsgi.JSON, session=True, uses=(
     'candidates', 'resource_classes', 'traits'))
 def get_capacity(req):
     req.context.can(policies.SHOW)

@@ -13,7 +13,7 @@ from tachyon_placement.schemas import allocation_candidate as schema
 from tachyon_placement.usecases import candidates
 
 
-@tachyon.handler(accept=wsgi.JSON, uses=(
+@tachyon.handler(accept=wsgi.JSON, session=True, uses=(
     'candidates', 'resource_classes', 'traits'))
 def explain_candidates(req):
     req.context.can(policies.EXPLAIN)

@@ -172,6 +172,11 @@ STEPS = [
      '/tachyon/explain/allocation_candidates?resources=VCPU:2', None, T,
      200),
     (None, 'DELETE', '/tachyon/weighers/spread-ram', None, T, 204),
+    ('tachyon/post-session', 'POST', '/tachyon/sessions', {'ttl': 600}, T,
+     201),
+    ('tachyon/get-session', 'GET', '/tachyon/sessions/{session}', None, T,
+     200),
+    (None, 'DELETE', '/tachyon/sessions/{session}', None, T, 204),
     ('tachyon/get-capacity', 'GET',
      '/tachyon/capacity?resources=VCPU:2,MEMORY_MB:4096,DISK_GB:100'
      '&per_aggregate=true', None, T, 200),
@@ -216,21 +221,29 @@ STEPS = [
 
 
 def resolve(path, memory):
-    """``path`` with ``{cursor}`` filled from ``memory``."""
-    return path.replace('{cursor}', str(memory.get('cursor')))
+    """``path`` with ``{cursor}`` and ``{session}`` filled from
+    ``memory``."""
+    return path.replace('{cursor}', str(memory.get('cursor'))).replace(
+        '{session}', str(memory.get('session')))
 
 
 def remember(name, answer, memory):
-    """Keep the cursor of a ``...-cursor`` step's answer."""
+    """Keep the cursor of a ``...-cursor`` step's answer, the id of a
+    what-if session opened."""
     if name and name.endswith('-cursor') and isinstance(answer, dict):
         memory['cursor'] = answer['cursor']
+    if name == 'tachyon/post-session':
+        memory['session'] = answer['id']
 
 
 def stable(document):
     """An answer without what differs per request or run (request ids,
     times)."""
     if isinstance(document, dict):
-        return {key: ('<varies>' if key in VARYING else stable(value))
+        return {key: ('<varies>' if key in VARYING
+                      or (key == 'id' and isinstance(value, str)
+                          and len(value) == 36)
+                      else stable(value))
                 for key, value in document.items()}
     if isinstance(document, list):
         return [stable(item) for item in document]
@@ -239,7 +252,7 @@ def stable(document):
 
 # Keys whose values differ from one run to the next.
 VARYING = frozenset(['request_id', 'collected_at', 'age_seconds',
-                     'updated_at', 'created_at', 'stamp'])
+                     'updated_at', 'created_at', 'stamp', 'expires_at'])
 
 
 def sample_path(name, suffix=''):

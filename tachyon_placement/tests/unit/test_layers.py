@@ -24,6 +24,7 @@ ALLOWED = {
     'importing': {'domain', 'graph'},
     'backup': {'domain', 'graph', 'importing'},
     'capacity': {'domain'},
+    'whatif': {'domain', 'world'},
     'usecases': {'domain', 'graph', 'world', 'weighing', 'telemetry',
                  'topology', 'capacity'},
 }

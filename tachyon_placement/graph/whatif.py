@@ -1,0 +1,82 @@
+"""Store.whatif_sessions: what-if sessions (tachyon_placement/whatif/) as
+``(:WhatIfSession {id, document, generation, expires_at})``, the document a
+JSON text the session's writes replace whole, guarded by its generation.
+
+A session's nodes are none of the cloud's: writing one moves no graph
+version (no process reloads its copy of the graph, no feed event), backups
+leave them out, and an expired one is deleted by the next session opened.
+"""
+import json
+
+from tachyon_placement.graph import engine
+from tachyon_placement.graph.cypher import Statement
+
+# Expired sessions are deleted, then the live ones counted: the node made
+# only while fewer than $most live.
+CREATE = Statement('whatif_session_create', common="""
+OPTIONAL MATCH (expired:WhatIfSession)
+WHERE expired.expires_at <= timestamp()
+DELETE expired
+WITH count(*) AS purged
+OPTIONAL MATCH (live:WhatIfSession)
+WITH count(live) AS live
+WHERE live < $most
+CREATE (s:WhatIfSession {id: $id, document: $document, generation: 0,
+                         expires_at: $expires_at})
+RETURN s.generation AS generation
+""")
+
+GET = Statement('whatif_session_get', common="""
+MATCH (s:WhatIfSession {id: $id})
+WHERE s.expires_at > timestamp()
+RETURN s.document AS document, s.generation AS generation,
+       s.expires_at AS expires_at
+""")
+
+SAVE = Statement('whatif_session_save', common="""
+MATCH (s:WhatIfSession {id: $id})
+WHERE s.generation = $generation AND s.expires_at > timestamp()
+SET s.document = $document, s.generation = s.generation + 1
+RETURN s.generation AS generation
+""", guarded=True)
+
+DELETE = Statement('whatif_session_delete', common="""
+OPTIONAL MATCH (s:WhatIfSession {id: $id})
+WITH s, s IS NOT NULL AND s.expires_at > timestamp() AS live
+DELETE s
+RETURN live AS deleted
+""")
+
+
+class WhatIfSessionStore(engine.ResourceStore):
+    """The stored what-if sessions: documents (dicts) by id."""
+
+    def create(self, uuid, document, expires_at_ms, most):
+        """Store a new session; False when ``most`` live already."""
+        rows = self.engine.write(CREATE, id=uuid,
+                                 document=json.dumps(document),
+                                 expires_at=expires_at_ms, most=most)
+        return bool(rows)
+
+    def get(self, uuid):
+        """(document, generation, expires_at ms) of a live session, or
+        None."""
+        rows = self.engine.read_primary(GET, id=uuid)
+        if not rows:
+            return None
+        row = rows[0]
+        return (json.loads(row['document']), row['generation'],
+                row['expires_at'])
+
+    def save(self, uuid, document, generation):
+        """Replace the document at ``generation``; the new generation, or
+        None when it moved on (another write of the session) or the
+        session is gone."""
+        rows = self.engine.write(SAVE, id=uuid, generation=generation,
+                                 document=json.dumps(document))
+        return rows[0]['generation'] if rows else None
+
+    def delete(self, uuid):
+        """Whether a live session was deleted."""
+        rows = self.engine.write(DELETE, id=uuid)
+        return bool(rows and rows[0]['deleted'])

@@ -1,0 +1,36 @@
+"""Policy rules for Tachyon's what-if sessions (admin or service)."""
+from tachyon_placement.policies import base
+
+OPEN = 'tachyon:sessions:create'
+SHOW = 'tachyon:sessions:show'
+DISCARD = 'tachyon:sessions:delete'
+COMMIT = 'tachyon:sessions:commit'
+USE = 'tachyon:sessions:use'
+
+rules = base.table((
+    (OPEN, base.ADMIN_OR_SERVICE,
+     'Open a what-if session: a private overlay of the graph.',
+     ['POST /tachyon/sessions']),
+    (SHOW, base.ADMIN_OR_SERVICE,
+     'Show what a what-if session changed and read.',
+     ['GET /tachyon/sessions/{session_id}']),
+    (DISCARD, base.ADMIN_OR_SERVICE,
+     'Discard a what-if session.',
+     ['DELETE /tachyon/sessions/{session_id}']),
+    (COMMIT, base.ADMIN_OR_SERVICE,
+     "Write a what-if session's allocations for real.",
+     ['POST /tachyon/sessions/{session_id}/commit']),
+    (USE, base.ADMIN_OR_SERVICE,
+     'Send a request within a what-if session (the '
+     'OpenStack-Tachyon-Session header): allocation reads and writes, '
+     'allocation candidates, capacity and explain, against the session. '
+     "The route's own rule applies too.",
+     ['GET /allocation_candidates', 'GET /allocations/{consumer_uuid}',
+      'PUT /allocations/{consumer_uuid}', 'POST /allocations',
+      'DELETE /allocations/{consumer_uuid}', 'GET /tachyon/capacity',
+      'GET /tachyon/explain/allocation_candidates']),
+))
+
+
+def list_rules():
+    return list(rules)

@@ -1,0 +1,135 @@
+"""What-if sessions: open, show, discard, commit, and the store a request
+made within one reads and writes (whatif/overlay.py).
+
+A session is stored in the graph (graph/whatif.py), not in a process:
+any API process serves any session's requests.  ``commit`` writes the
+session's consumers as the session left them, in one guarded allocation
+write (domain/allocations.py plan_write over the graph's state, as POST
+/allocations does), only if no provider or consumer the session's writes
+read moved since: else SessionConflict naming them, and nothing written.
+"""
+import time
+import uuid as uuidlib
+
+from tachyon_placement.domain import allocations as domain
+from tachyon_placement.domain import errors
+from tachyon_placement.whatif import overlay
+from tachyon_placement.whatif import session
+
+
+class SessionNotFound(errors.NotFound):
+    """No live session with that id."""
+
+
+class TooManySessions(errors.DomainError):
+    """[whatif] max_sessions are open."""
+
+
+class SessionConflict(errors.DomainError):
+    """What the session read moved since: ``providers``, ``consumers``."""
+
+    def __init__(self, providers, consumers):
+        parts = []
+        if providers:
+            parts.append('resource providers %s' % ', '.join(providers))
+        if consumers:
+            parts.append('consumers %s' % ', '.join(consumers))
+        super().__init__(
+            'The what-if session cannot be committed: %s changed since the '
+            'session read them. Discard it and try again.'
+            % ' and '.join(parts))
+        self.providers = providers
+        self.consumers = consumers
+
+
+def _now_ms():
+    return int(time.time() * 1000)
+
+
+class Sessions:
+    """Store.sessions: the what-if sessions over ``store`` (the graph
+    store, whose whatif_sessions keep them)."""
+
+    def __init__(self, store):
+        self._store = store
+
+    def open(self, ttl, most):
+        """A new session living ``ttl`` seconds: its document (see
+        show).  TooManySessions when ``most`` are open."""
+        now = _now_ms()
+        state = session.SessionState(uuid=str(uuidlib.uuid4()),
+                                     created_at=now,
+                                     expires_at=now + ttl * 1000)
+        if not self._store.whatif_sessions.create(
+                state.uuid, state.as_document(), state.expires_at, most):
+            raise TooManySessions(
+                'There are %d what-if sessions open ([whatif] '
+                'max_sessions): commit or discard one.' % most)
+        return state
+
+    def _load(self, uuid):
+        found = self._store.whatif_sessions.get(uuid)
+        if found is None:
+            raise SessionNotFound('No what-if session %s.' % uuid)
+        document, generation, _expires = found
+        return session.SessionState.from_document(document), generation
+
+    def show(self, uuid):
+        """The SessionState of a live session; SessionNotFound."""
+        return self._load(uuid)[0]
+
+    def discard(self, uuid):
+        if not self._store.whatif_sessions.delete(uuid):
+            raise SessionNotFound('No what-if session %s.' % uuid)
+
+    def overlay(self, uuid, most_consumers):
+        """The store a request within the session uses (OverlayStore);
+        SessionNotFound."""
+        self._load(uuid)
+        return overlay.OverlayStore(self._store, uuid, most_consumers)
+
+    def commit(self, uuid, retries):
+        """Write the session's consumers for real, then end the session.
+        SessionNotFound; SessionConflict; domain.InvalidAllocation (the
+        graph no longer holds room for them, when nothing the session
+        read moved: e.g. an inventory of a provider it did not read);
+        errors.ConcurrentUpdate when every attempt lost its race."""
+        state, _generation = self._load(uuid)
+        requests = state.requests()
+        consumer_uuids = sorted({request.uuid for request in requests}
+                                | set(state.read_consumers))
+        provider_uuids = sorted(
+            set(state.read_providers)
+            | {rp for request in requests for rp in request.allocations})
+
+        def attempt():
+            consumers, providers = self._store.allocations.write_states(
+                consumer_uuids, provider_uuids)
+            moved = state.changed_since(consumers, providers)
+            if moved[0] or moved[1]:
+                raise SessionConflict(*moved)
+            wanted = []
+            for request in requests:
+                real = consumers[request.uuid]
+                if not request.allocations and not real.exists:
+                    continue    # made and deleted within the session
+                if request.project_id is None:
+                    # Deleted: the consumer goes with its allocations.
+                    request.project_id = real.project_id
+                    request.user_id = real.user_id
+                wanted.append(request)
+            if not wanted:
+                return True
+            domain.check_providers_exist(
+                sorted({rp for request in wanted
+                        for rp in request.allocations}), providers)
+            return self._store.allocations.write(domain.plan_write(
+                wanted, consumers, providers))
+
+        if not retries.write(self._store, provider_uuids, consumer_uuids,
+                             attempt):
+            raise errors.ConcurrentUpdate(
+                'Another thread concurrently updated the resource provider '
+                'data. Please retry your update')
+        self._store.whatif_sessions.delete(uuid)
+        return state
