@@ -188,12 +188,18 @@ class Counting:
         alone: the claims made there only."""
         if self.reach & anchors:
             return sum(replay(self.alone(anchors), self.room).values())
-        fits = sum(fits for anchor, fits in capacity.hosts.items()
-                   if anchor in anchors and anchor not in self.coupled)
-        for members in self.components:
-            chosen = [anchor for anchor in members if anchor in anchors]
-            if chosen:
-                fits += sum(self._replayed(chosen).values())
+        fits = 0
+        chosen = {}
+        for anchor in anchors:
+            number = self.coupled.get(anchor)
+            if number is None:
+                fits += capacity.hosts.get(anchor, 0)
+            else:
+                chosen.setdefault(number, set()).add(anchor)
+        for number, picked in chosen.items():
+            fits += sum(self._replayed(
+                [anchor for anchor in self.components[number]
+                 if anchor in picked]).values())
         return fits
 
     def _replayed(self, anchors):

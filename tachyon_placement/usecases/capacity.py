@@ -56,5 +56,5 @@ def _per_aggregate(world, counts, capacity):
         counted.append({
             'uuid': aggregate,
             'fits': counts.within(capacity, roots),
-            'hosts': sum(1 for root in capacity.hosts if root in roots)})
+            'hosts': sum(1 for root in roots if root in capacity.hosts)})
     return counted

@@ -109,10 +109,10 @@ class ServedPlacement:
             return log.read()[-3000:].decode('utf-8', 'replace')
 
     def request(self, method, path, body=None, version='latest',
-                token='admin', service='placement'):
+                token='admin', service='placement', headers=None):
         """``service``: placement, or tachyon (Tachyon's own routes)."""
         return json_request(self.url, method, path, body, version, token,
-                            service)
+                            service, headers=headers)
 
 
 class ServedGunicorn:
@@ -156,9 +156,9 @@ class ServedGunicorn:
         raise RuntimeError('gunicorn did not start: %s' % self.log_tail())
 
     def request(self, method, path, body=None, version='latest',
-                token='admin', service='placement'):
+                token='admin', service='placement', headers=None):
         return json_request(self.url, method, path, body, version, token,
-                            service)
+                            service, headers=headers)
 
     def log_tail(self):
         with open(os.path.join(self.workdir, 'gunicorn.log'), 'rb') as log:
@@ -259,11 +259,14 @@ def scrape_metrics(base, token='admin', accept='text/plain'):
 
 
 def json_request(base, method, path, body=None, version='latest',
-                 token='admin', service='placement', timeout=60):
+                 token='admin', service='placement', timeout=60,
+                 headers=None):
     """(status, JSON body or None) of one request to the service at
-    ``base``."""
+    ``base``; ``headers``: more of them."""
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(base + path, data=data, method=method)
+    for name, value in (headers or {}).items():
+        req.add_header(name, value)
     req.add_header('x-auth-token', token)
     req.add_header('openstack-api-version', '%s %s' % (service, version))
     req.add_header('accept', 'application/json')

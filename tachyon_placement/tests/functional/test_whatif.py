@@ -1,0 +1,152 @@
+"""What-if sessions served by gunicorn with two worker processes on the
+suite's engine: a session is the graph's, not a process's (its requests
+land on either worker), its bounds ([whatif] max_sessions, max_consumers,
+ttl) hold, concurrent writes within one session are each kept or refused,
+never lost, and nothing of a session reaches the real graph until it is
+committed."""
+import concurrent.futures
+import time
+import uuid
+
+import pytest
+
+from tachyon_placement.api import wsgi
+from tachyon_placement.tests.functional import served
+
+MAX_SESSIONS = 4
+MAX_CONSUMERS = 12
+HOSTS = 3
+
+
+@pytest.fixture(scope='module')
+def api(tmp_path_factory):
+    served_api = served.ServedGunicorn(
+        tmp_path_factory.mktemp('whatif'), workers=2,
+        extra_conf='[whatif]\nmax_sessions = %d\nmax_consumers = %d\n'
+                   % (MAX_SESSIONS, MAX_CONSUMERS)).start()
+    yield served_api
+    served_api.stop()
+
+
+@pytest.fixture(scope='module')
+def hosts(api):
+    found = []
+    for number in range(HOSTS):
+        host = str(uuid.uuid4())
+        status, _ = api.request('POST', '/resource_providers',
+                                {'name': 'whatif-%d' % number, 'uuid': host})
+        assert status == 200
+        status, _ = api.request(
+            'PUT', '/resource_providers/%s/inventories' % host,
+            {'resource_provider_generation': 0,
+             'inventories': {'VCPU': {'total': 64}}})
+        assert status == 200
+        found.append(host)
+    return found
+
+
+def _tachyon(api, method, path, body=None):
+    return api.request(method, path, body, service='tachyon',
+                       version='1.0')
+
+
+def _open(api, ttl=None):
+    status, body = _tachyon(api, 'POST', '/tachyon/sessions',
+                            {} if ttl is None else {'ttl': ttl})
+    assert status == 201, body
+    return body['id']
+
+
+def _within(api, session, method, path, body=None):
+    return api.request(method, path, body,
+                       headers={wsgi.SESSION_HEADER: session})
+
+
+def _claim(host, vcpus=1):
+    return {'allocations': {host: {'resources': {'VCPU': vcpus}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'}
+
+
+def test_a_session_is_served_by_every_worker(api, hosts):
+    session = _open(api)
+    consumers = [str(uuid.uuid4()) for _ in range(8)]
+    # New connections: gunicorn hands them to either worker.
+    for consumer in consumers:
+        status, body = _within(api, session, 'PUT',
+                               '/allocations/%s' % consumer,
+                               _claim(hosts[0], 4))
+        assert status == 204, body
+    for consumer in consumers:
+        status, body = _within(api, session, 'GET',
+                               '/allocations/%s' % consumer)
+        assert status == 200 and list(body['allocations']) == [hosts[0]]
+    # Within the session host 0 has 32 of 64 VCPUs left; for real, 64.
+    status, body = _within(api, session, 'GET', '/resource_providers')
+    assert status == 400
+    status, found = api.request(
+        'GET', '/tachyon/capacity?resources=VCPU:4&in_tree=%s' % hosts[0],
+        service='tachyon', version='1.0',
+        headers={wsgi.SESSION_HEADER: session})
+    assert status == 200 and found['total'] == 8, found
+    status, found = _tachyon(
+        api, 'GET', '/tachyon/capacity?resources=VCPU:4&in_tree=%s'
+        % hosts[0])
+    assert status == 200 and found['total'] == 16, found
+    for consumer in consumers:
+        status, body = api.request('GET', '/allocations/%s' % consumer)
+        assert status == 200 and body['allocations'] == {}
+    assert _tachyon(api, 'DELETE', '/tachyon/sessions/%s' % session)[0] \
+        == 204
+
+
+def test_concurrent_writes_within_a_session_are_kept_or_refused(api, hosts):
+    session = _open(api)
+    consumers = [str(uuid.uuid4()) for _ in range(MAX_CONSUMERS)]
+
+    def claim(consumer):
+        return consumer, _within(api, session, 'PUT',
+                                 '/allocations/%s' % consumer,
+                                 _claim(hosts[1]))[0]
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        answers = dict(pool.map(claim, consumers))
+    assert set(answers.values()) <= {204, 409}, answers
+    kept = {consumer for consumer, status in answers.items()
+            if status == 204}
+    assert kept
+    status, shown = _tachyon(api, 'GET', '/tachyon/sessions/%s' % session)
+    assert status == 200
+    assert {held['consumer_uuid'] for held in shown['consumers']} == kept
+    assert shown['usage_changes'] == {hosts[1]: {'VCPU': len(kept)}}
+    # Past max_consumers a write is refused, the session unchanged.
+    extra = [str(uuid.uuid4())
+             for _ in range(MAX_CONSUMERS - len(kept) + 1)]
+    statuses = [_within(api, session, 'PUT', '/allocations/%s' % consumer,
+                        _claim(hosts[1]))[0] for consumer in extra]
+    assert statuses[-1] == 409 and set(statuses[:-1]) <= {204}
+    # Committed: exactly the session's consumers, for real.
+    status, committed = _tachyon(
+        api, 'POST', '/tachyon/sessions/%s/commit' % session)
+    assert status == 200, committed
+    status, usages = api.request('GET', '/resource_providers/%s/usages'
+                                 % hosts[1])
+    assert usages['usages']['VCPU'] == MAX_CONSUMERS
+
+
+def test_sessions_are_bounded_and_expire(api, hosts):
+    opened = [_open(api, ttl=1)]
+    opened += [_open(api) for _ in range(MAX_SESSIONS - 1)]
+    status, body = _tachyon(api, 'POST', '/tachyon/sessions', {})
+    assert status == 409
+    assert body['errors'][0]['code'] == 'tachyon.session.too_many'
+    time.sleep(1.5)
+    # The expired one answers no more, and counts no more.
+    status, body = _within(api, opened[0], 'GET',
+                           '/allocation_candidates?resources=VCPU:1')
+    assert status == 404
+    assert body['errors'][0]['code'] == 'tachyon.session.not_found'
+    replacement = _open(api)
+    for session in opened[1:] + [replacement]:
+        assert _tachyon(api, 'DELETE',
+                        '/tachyon/sessions/%s' % session)[0] == 204
