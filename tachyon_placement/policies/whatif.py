@@ -22,12 +22,15 @@ rules = base.table((
      ['POST /tachyon/sessions/{session_id}/commit']),
     (USE, base.ADMIN_OR_SERVICE,
      'Send a request within a what-if session (the '
-     'OpenStack-Tachyon-Session header): allocation reads and writes, '
-     'allocation candidates, capacity and explain, against the session. '
+     'OpenStack-Tachyon-Session header): allocation and inventory reads '
+     'and writes, allocation candidates, capacity and explain, against '
+     'the session. '
      "The route's own rule applies too.",
      ['GET /allocation_candidates', 'GET /allocations/{consumer_uuid}',
       'PUT /allocations/{consumer_uuid}', 'POST /allocations',
-      'DELETE /allocations/{consumer_uuid}', 'GET /tachyon/capacity',
+      'DELETE /allocations/{consumer_uuid}',
+      'PUT /resource_providers/{uuid}/inventories',
+      'GET /tachyon/capacity',
       'GET /tachyon/explain/allocation_candidates']),
 ))
 

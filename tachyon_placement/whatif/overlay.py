@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 
 from tachyon_placement.domain import allocations as domain
+from tachyon_placement.domain import errors
 from tachyon_placement.whatif import session
 from tachyon_placement.world import candidates as world_candidates
 from tachyon_placement.world import records as provider_records
@@ -42,6 +43,7 @@ class OverlayStore:
         self.resource_classes = store.resource_classes
         self.traits = store.traits
         self.allocations = OverlayAllocations(self)
+        self.inventories = OverlayInventories(self)
         self.worlds = _NoHeldStates()
         self.candidates = OverlayCandidates(self)
 
@@ -153,6 +155,51 @@ class OverlayAllocations:
                       for rp in view.allocations}, None
 
 
+class OverlayInventories:
+    """Store.inventories within the session: a provider's inventory as the
+    session sees it, and the session's whole-inventory writes."""
+
+    def __init__(self, overlay):
+        self._overlay = overlay
+
+    def _view(self, state, uuid):
+        """(The provider, its inventories) as the graph holds them and as
+        the session sees them: ((Provider, {rc: Inventory}) real, seen)."""
+        provider, current = self._overlay.real.inventories.of_provider(uuid)
+        view = state.provider(domain.ProviderState(
+            uuid, provider.generation, current))
+        seen = (dataclasses.replace(provider, generation=view.generation),
+                view.inventories)
+        return (provider, current), seen
+
+    def of_provider(self, uuid):
+        state, _generation = self._overlay.load()
+        return self._view(state, uuid)[1]
+
+    def write(self, uuid, generation, change):
+        """As the graph store's write (a domain InventoryWrite at the
+        provider's generation as the session sees it), to the session:
+        the new generation; ConcurrentUpdate."""
+        for _attempt in range(8):
+            state, saved = self._overlay.load()
+            (provider, current), (seen, inventories) = self._view(state,
+                                                                  uuid)
+            if seen.generation != generation:
+                break
+            state.read({}, {uuid: domain.ProviderState(
+                uuid, provider.generation, current)})
+            new = {rc: inventory for rc, inventory in inventories.items()
+                   if rc not in change.deletes}
+            for inventory in change.upserts:
+                new[inventory.resource_class] = inventory
+            state.set_inventories(uuid, new.values())
+            if self._overlay.save(state, saved):
+                return generation + 1
+        raise errors.ConcurrentUpdate(
+            'Another thread concurrently updated the resource provider '
+            'data. Please retry your update', uuid=uuid)
+
+
 class OverlayCandidates:
     """Store.candidates within the session: a reader of the private
     World."""
@@ -170,25 +217,20 @@ class OverlayCandidates:
 
 
 def private_world(world, state):
-    """(The World ``world`` with the session's usage and generation moves,
-    the roots of the trees that changed)."""
+    """(The World ``world`` with the session's usage, inventories and
+    generation moves, the roots of the trees that changed)."""
     changed = {}
     for uuid in set(state.usage) | set(state.moves):
         record = world.records.get(uuid)
         if record is None:
             continue
-        added = state.usage.get(uuid, {})
-        inventories = {
-            rc: (dataclasses.replace(inventory,
-                                     used=inventory.used + added[rc])
-                 if rc in added else inventory)
-            for rc, inventory in record.inventories.items()}
-        provider = dataclasses.replace(
-            record.provider,
-            generation=record.provider.generation + state.moves.get(uuid, 0))
+        view = state.provider(domain.ProviderState(
+            uuid, record.provider.generation, record.inventories))
+        provider = dataclasses.replace(record.provider,
+                                       generation=view.generation)
         changed[uuid] = provider_records.ProviderRecord(
             provider, record.seq, record.traits, record.aggregates,
-            inventories, record.stamp)
+            view.inventories, record.stamp)
     if not changed:
         return world, frozenset()
     private = world.evolve(world.version, changed, ())

@@ -3,9 +3,10 @@ made within one reads and writes (whatif/overlay.py).
 
 A session is stored in the graph (graph/whatif.py), not in a process:
 any API process serves any session's requests.  ``commit`` writes the
-session's consumers as the session left them, in one guarded allocation
-write (domain/allocations.py plan_write over the graph's state, as POST
-/allocations does), only if no provider or consumer the session's writes
+session's consumers as the session left them, and the inventories it set,
+in one guarded write (domain/allocations.py plan_write over the graph's
+state, as POST /allocations does; with inventories, reshaper.plan_reshape
+as POST /reshaper does), only if no provider or consumer the session's writes
 read moved since: else SessionConflict naming them, and nothing written.
 """
 import time
@@ -13,6 +14,7 @@ import uuid as uuidlib
 
 from tachyon_placement.domain import allocations as domain
 from tachyon_placement.domain import errors
+from tachyon_placement.domain import reshaper
 from tachyon_placement.whatif import overlay
 from tachyon_placement.whatif import session
 
@@ -92,14 +94,16 @@ class Sessions:
         """Write the session's consumers for real, then end the session.
         SessionNotFound; SessionConflict; domain.InvalidAllocation (the
         graph no longer holds room for them, when nothing the session
-        read moved: e.g. an inventory of a provider it did not read);
+        read moved: e.g. an inventory of a provider it did not read) or
+        InventoryInUse;
         errors.ConcurrentUpdate when every attempt lost its race."""
         state, _generation = self._load(uuid)
         requests = state.requests()
+        new_inventories = state.new_inventories()
         consumer_uuids = sorted({request.uuid for request in requests}
                                 | set(state.read_consumers))
         provider_uuids = sorted(
-            set(state.read_providers)
+            set(state.read_providers) | set(new_inventories)
             | {rp for request in requests for rp in request.allocations})
 
         def attempt():
@@ -118,11 +122,17 @@ class Sessions:
                     request.project_id = real.project_id
                     request.user_id = real.user_id
                 wanted.append(request)
-            if not wanted:
-                return True
             domain.check_providers_exist(
                 sorted({rp for request in wanted
-                        for rp in request.allocations}), providers)
+                        for rp in request.allocations}
+                       | set(new_inventories)), providers)
+            if new_inventories:
+                # Inventories and allocations in one write, as POST
+                # /reshaper makes them.
+                return self._store.reshapes.write(reshaper.plan_reshape(
+                    new_inventories, wanted, consumers, providers))
+            if not wanted:
+                return True
             return self._store.allocations.write(domain.plan_write(
                 wanted, consumers, providers))
 

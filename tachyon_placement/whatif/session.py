@@ -3,7 +3,8 @@ real graph it leaves alone.
 
 A session holds the consumers it wrote (their allocations as the session
 made them, or deleted), per provider the usage its writes added or took
-away and how often they moved its generation, and what it read first:
+away, the whole inventory it set (if it set one) and how often its writes
+moved its generation, and what it read first:
 the real generation of every provider and consumer its writes read.
 ``commit`` writes the session's consumers for real only if none of those
 moved since (tachyon_placement/whatif/service.py).
@@ -14,6 +15,7 @@ The state is a JSON document (the store keeps it, graph/whatif.py);
 import dataclasses
 
 from tachyon_placement.domain import allocations as domain
+from tachyon_placement.domain import models
 
 
 @dataclasses.dataclass
@@ -27,6 +29,9 @@ class SessionState:
     usage: dict = dataclasses.field(default_factory=dict)
     # {provider uuid: generation moves}
     moves: dict = dataclasses.field(default_factory=dict)
+    # {provider uuid: {class: inventory fields but used}}: its whole
+    # inventory as the session set it.
+    inventories: dict = dataclasses.field(default_factory=dict)
     # What the session's writes read first, as it was for real:
     # {provider uuid: generation}, {consumer uuid: generation or None}.
     read_providers: dict = dataclasses.field(default_factory=dict)
@@ -45,6 +50,7 @@ class SessionState:
         return cls(uuid=document['id'], created_at=document['created_at'],
                    expires_at=document['expires_at'], consumers=consumers,
                    usage=document['usage'], moves=document['moves'],
+                   inventories=document.get('inventories', {}),
                    read_providers=document['reads']['providers'],
                    read_consumers=document['reads']['consumers'],
                    writes=document['writes'])
@@ -60,6 +66,7 @@ class SessionState:
         return {'id': self.uuid, 'created_at': self.created_at,
                 'expires_at': self.expires_at, 'consumers': consumers,
                 'usage': self.usage, 'moves': self.moves,
+                'inventories': self.inventories,
                 'reads': {'providers': self.read_providers,
                           'consumers': self.read_consumers},
                 'writes': self.writes}
@@ -83,6 +90,13 @@ class SessionState:
         if not added and not moves:
             return real
         inventories = dict(real.inventories)
+        replaced = self.inventories.get(real.uuid)
+        if replaced is not None:
+            inventories = {
+                rc: models.Inventory(
+                    rc, used=(real.inventories[rc].used
+                              if rc in real.inventories else 0), **fields)
+                for rc, fields in replaced.items()}
         for rc, amount in (added or {}).items():
             inventory = inventories.get(rc)
             if inventory is not None:
@@ -139,6 +153,27 @@ class SessionState:
         for guard in plan.provider_guards:
             self.moves[guard['uuid']] = self.moves.get(guard['uuid'], 0) + 1
         self.writes += 1
+
+    def set_inventories(self, uuid, inventories):
+        """Make the provider's whole inventory ``inventories``
+        (models.Inventory), as PUT .../inventories would."""
+        self.inventories[uuid] = {
+            inventory.resource_class: {
+                'total': inventory.total, 'reserved': inventory.reserved,
+                'min_unit': inventory.min_unit,
+                'max_unit': inventory.max_unit,
+                'step_size': inventory.step_size,
+                'allocation_ratio': float(inventory.allocation_ratio)}
+            for inventory in inventories}
+        self.moves[uuid] = self.moves.get(uuid, 0) + 1
+        self.writes += 1
+
+    def new_inventories(self):
+        """{provider uuid: [models.Inventory]}: the inventories the
+        session set, for commit."""
+        return {uuid: [models.Inventory(rc, **fields)
+                       for rc, fields in replaced.items()]
+                for uuid, replaced in sorted(self.inventories.items())}
 
     def remove(self, state):
         """Delete the consumer ``state`` (the session's view) and its

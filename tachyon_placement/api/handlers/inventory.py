@@ -89,14 +89,14 @@ def _warn_over_capacity(provider, current, inventories):
                     {'uuid': provider.uuid, 'resource': resource_class})
 
 
-@wsgi.handler(accept=wsgi.JSON, uses=('inventories',))
+@wsgi.handler(accept=wsgi.JSON, uses=('inventories',), session=True)
 def get_inventories(req):
     req.context.can(policies.LIST)
     provider, current = _load_for_read(req, req.path_item('uuid'))
     return _send_all(req, list(current.values()), provider.generation)
 
 
-@wsgi.handler(accept=wsgi.JSON, uses=('inventories',))
+@wsgi.handler(accept=wsgi.JSON, uses=('inventories',), session=True)
 def get_inventory(req):
     req.context.can(policies.SHOW)
     uuid = req.path_item('uuid')
@@ -109,7 +109,8 @@ def get_inventory(req):
     return _send_one(req, inventory, provider.generation)
 
 
-@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'))
+@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'),
+              session=True)
 def create_inventory(req):
     req.context.can(policies.CREATE)
     provider, current = _load(req, req.path_item('uuid'))
@@ -138,7 +139,8 @@ def create_inventory(req):
     return response
 
 
-@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'))
+@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'),
+              session=True)
 def update_inventory(req):
     req.context.can(policies.UPDATE)
     resource_class = req.path_item('resource_class')
@@ -175,7 +177,8 @@ def update_inventory(req):
     return _send_one(req, inventory, generation)
 
 
-@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'))
+@wsgi.handler(content=wsgi.JSON, uses=('inventories', 'resource_classes'),
+              session=True)
 def set_inventories(req):
     req.context.can(policies.UPDATE)
     provider, current = _load(req, req.path_item('uuid'))
@@ -212,7 +215,7 @@ def set_inventories(req):
     return _send_all(req, inventories, generation, stored=False)
 
 
-@wsgi.handler(uses=('inventories',))
+@wsgi.handler(uses=('inventories',), session=True)
 def delete_inventories(req):
     # Before 1.5 the method does not exist on this URL: 405, not 404, and
     # before the policy check.
@@ -236,7 +239,7 @@ def delete_inventories(req):
     return wsgi.empty_response(req)
 
 
-@wsgi.handler(uses=('inventories', 'resource_classes'))
+@wsgi.handler(uses=('inventories', 'resource_classes'), session=True)
 def delete_inventory(req):
     req.context.can(policies.DELETE)
     resource_class = req.path_item('resource_class')

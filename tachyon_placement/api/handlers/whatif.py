@@ -11,6 +11,7 @@ from tachyon_placement.api.handlers import allocation
 from tachyon_placement.api.handlers import tachyon
 from tachyon_placement.domain import allocations as domain_allocations
 from tachyon_placement.domain import errors as domain_errors
+from tachyon_placement.domain import inventory as domain_inventory
 from tachyon_placement.policies import whatif as policies
 from tachyon_placement.schemas import whatif as schema
 from tachyon_placement.whatif import service
@@ -46,6 +47,8 @@ def render(state):
         'consumers': consumers,
         'usage_changes': {rp: dict(added)
                           for rp, added in sorted(state.usage.items())},
+        'inventories': {rp: dict(replaced) for rp, replaced
+                        in sorted(state.inventories.items())},
         'read': {'resource_providers': dict(state.read_providers),
                  'consumers': dict(state.read_consumers)},
     }
@@ -100,6 +103,9 @@ def commit_session(req):
     except domain_allocations.InvalidAllocation as exc:
         raise errors.Conflict(
             'Unable to allocate inventory: %s' % exc.message)
+    except domain_inventory.InventoryInUse as exc:
+        raise errors.Conflict('update conflict: %s' % exc.message,
+                              code=errors.INVENTORY_INUSE)
     except domain_errors.ConcurrentUpdate as exc:
         raise errors.Conflict(exc.message, code=errors.CONCURRENT_UPDATE)
     return wsgi.json_response(req, render(state))
