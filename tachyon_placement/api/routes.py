@@ -8,6 +8,7 @@ from tachyon_placement.api.handlers import allocation
 from tachyon_placement.api.handlers import allocation_candidate
 from tachyon_placement.api.handlers import capacity
 from tachyon_placement.api.handlers import changes
+from tachyon_placement.api.handlers import drift
 from tachyon_placement.api.handlers import explain
 from tachyon_placement.api.handlers import inventory
 from tachyon_placement.api.handlers import metric
@@ -122,6 +123,9 @@ TACHYON_ROUTES = {
     },
     '/tachyon/capacity': {
         'GET': capacity.get_capacity,
+    },
+    '/tachyon/drift': {
+        'GET': drift.get_drift,
     },
     '/tachyon/sessions': {
         'POST': whatif.open_session,

@@ -11,6 +11,7 @@ from tachyon_placement.policies import allocation_candidate
 from tachyon_placement.policies import base
 from tachyon_placement.policies import capacity
 from tachyon_placement.policies import changes
+from tachyon_placement.policies import drift
 from tachyon_placement.policies import explain
 from tachyon_placement.policies import inventory
 from tachyon_placement.policies import metric
@@ -46,6 +47,7 @@ _TACHYON_MODULES = (
     explain,
     capacity,
     whatif,
+    drift,
     topology,
     pci_affinity,
     changes,

@@ -217,6 +217,51 @@ class Refiner:
                 return False
         return True
 
+    def broken_by(self, request):
+        """The names of the rules (required, legacy, socket) that
+        ``request``, a placed consumer's allocations, breaks: a device a
+        rule names away from the NUMA nodes (or the socket) of its own
+        CPUs and memory, as accept() would refuse it.  [] when none, or
+        when its CPUs and memory are the compute node's own (a flat host:
+        which NUMA node they use is the hypervisor's choice, unknown
+        here)."""
+        layout = self.layouts.get(request.anchor)
+        if layout is None:
+            return []
+        devices = []
+        instance_nodes = set()
+        for uuid, resources in request.allocations.items():
+            record = self.records.get(uuid)
+            traits = record.traits if record is not None else ()
+            devices += [(uuid, rule) for rule in self.rules
+                        if rule.policy != PREFERRED
+                        and rule.names(resources, traits)]
+            if sum(resources.get(rc, 0) for rc in CPU_CLASSES) or (
+                    resources.get(MEMORY_CLASS)):
+                node = self._numa_of(layout, uuid)
+                if node is None:
+                    return []
+                instance_nodes.add(node)
+        if not devices or not instance_nodes:
+            return []
+        sockets = {layout.numa_socket.get(node)
+                   for node in instance_nodes} - {None}
+        broken = set()
+        for uuid, rule in devices:
+            node = layout.device_numa.get(uuid)
+            if node is None:
+                node = self._numa_of(layout, uuid)
+            known = node is not None
+            affine = known and node in instance_nodes
+            if rule.policy == REQUIRED and not affine:
+                broken.add(rule.name)
+            elif rule.policy == LEGACY and known and not affine:
+                broken.add(rule.name)
+            elif rule.policy == SOCKET and not (
+                    known and layout.numa_socket.get(node) in sockets):
+                broken.add(rule.name)
+        return sorted(broken)
+
     def rank(self, request):
         """How many preferred devices of ``request`` are not affine (fewer
         first)."""

@@ -158,7 +158,7 @@ STEPS = [
         'weight': 1.0, 'scorer': {'type': 'usage',
                                   'resource_class': 'MEMORY_MB',
                                   'mode': 'spread',
-                                  'threshold': {'max': 0.9,
+                                  'threshold': {'max': 0.05,
                                                 'mode': 'soft'}}}, T, 201),
     ('tachyon/get-weighers', 'GET', '/tachyon/weighers', None, T, 200),
     ('tachyon/put-metric', 'PUT', '/tachyon/metrics/cpu', {
@@ -171,6 +171,7 @@ STEPS = [
     ('tachyon/explain-allocation_candidates', 'GET',
      '/tachyon/explain/allocation_candidates?resources=VCPU:2', None, T,
      200),
+    ('tachyon/get-drift', 'GET', '/tachyon/drift', None, T, 200),
     (None, 'DELETE', '/tachyon/weighers/spread-ram', None, T, 204),
     ('tachyon/post-session', 'POST', '/tachyon/sessions', {'ttl': 600}, T,
      201),
