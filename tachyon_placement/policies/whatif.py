@@ -30,6 +30,7 @@ rules = base.table((
       'PUT /allocations/{consumer_uuid}', 'POST /allocations',
       'DELETE /allocations/{consumer_uuid}',
       'PUT /resource_providers/{uuid}/inventories',
+      'DELETE /resource_providers/{uuid}',
       'GET /tachyon/capacity',
       'GET /tachyon/explain/allocation_candidates']),
 ))

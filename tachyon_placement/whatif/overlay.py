@@ -44,6 +44,7 @@ class OverlayStore:
         self.traits = store.traits
         self.allocations = OverlayAllocations(self)
         self.inventories = OverlayInventories(self)
+        self.providers = OverlayProviders(self)
         self.worlds = _NoHeldStates()
         self.candidates = OverlayCandidates(self)
 
@@ -83,12 +84,12 @@ class OverlayAllocations:
             self._overlay.real.allocations.of_consumer(uuid))
         return (state or domain.ConsumerState(uuid)), generations
 
-    def _real_providers(self, uuids):
+    def _real_providers(self, uuids, deleted=()):
         world = self._overlay.real.worlds.current()
         found = {}
         for uuid in uuids:
             record = world.records.get(uuid)
-            if record is not None:
+            if record is not None and uuid not in deleted:
                 found[uuid] = domain.ProviderState(
                     uuid=uuid, generation=record.provider.generation,
                     inventories=record.inventories)
@@ -105,7 +106,7 @@ class OverlayAllocations:
         wanted = set(provider_uuids)
         for view in consumers.values():
             wanted.update(view.allocations)
-        real_providers = self._real_providers(wanted)
+        real_providers = self._real_providers(wanted, state.deleted)
         state.read(real_consumers, real_providers)
         self._attempt = (state, generation, consumers)
         return consumers, {uuid: state.provider(real)
@@ -174,6 +175,9 @@ class OverlayInventories:
 
     def of_provider(self, uuid):
         state, _generation = self._overlay.load()
+        if uuid in state.deleted:
+            raise errors.NotFound(
+                'No resource provider with uuid %s found' % uuid, uuid=uuid)
         return self._view(state, uuid)[1]
 
     def write(self, uuid, generation, change):
@@ -182,6 +186,8 @@ class OverlayInventories:
         the new generation; ConcurrentUpdate."""
         for _attempt in range(8):
             state, saved = self._overlay.load()
+            if uuid in state.deleted:
+                break
             (provider, current), (seen, inventories) = self._view(state,
                                                                   uuid)
             if seen.generation != generation:
@@ -195,6 +201,40 @@ class OverlayInventories:
             state.set_inventories(uuid, new.values())
             if self._overlay.save(state, saved):
                 return generation + 1
+        raise errors.ConcurrentUpdate(
+            'Another thread concurrently updated the resource provider '
+            'data. Please retry your update', uuid=uuid)
+
+
+class OverlayProviders:
+    """Store.providers within the session: deletions (what-if only)."""
+
+    def __init__(self, overlay):
+        self._overlay = overlay
+
+    def delete(self, uuid):
+        """As the graph store's delete, within the session: NotFound,
+        InUse (reason children or allocations, as the session sees
+        them)."""
+        for _attempt in range(8):
+            state, saved = self._overlay.load()
+            world = self._overlay.real.worlds.current()
+            record = world.records.get(uuid)
+            if record is None or uuid in state.deleted:
+                raise errors.NotFound(uuid=uuid)
+            if any(child.parent_uuid == uuid and child.uuid
+                   not in state.deleted
+                   for child in world.trees.get(record.root_uuid, ())):
+                raise errors.InUse(reason='children')
+            real = domain.ProviderState(uuid, record.provider.generation,
+                                        record.inventories)
+            if any(inventory.used for inventory
+                   in state.provider(real).inventories.values()):
+                raise errors.InUse(reason='allocations')
+            state.read({}, {uuid: real})
+            state.delete_provider(uuid)
+            if self._overlay.save(state, saved):
+                return
         raise errors.ConcurrentUpdate(
             'Another thread concurrently updated the resource provider '
             'data. Please retry your update', uuid=uuid)
@@ -220,9 +260,11 @@ def private_world(world, state):
     """(The World ``world`` with the session's usage, inventories and
     generation moves, the roots of the trees that changed)."""
     changed = {}
+    deleted = [uuid for uuid in state.deleted if uuid in world.records]
+    touched = {world.records[uuid].root_uuid for uuid in deleted}
     for uuid in set(state.usage) | set(state.moves):
         record = world.records.get(uuid)
-        if record is None:
+        if record is None or uuid in state.deleted:
             continue
         view = state.provider(domain.ProviderState(
             uuid, record.provider.generation, record.inventories))
@@ -231,12 +273,13 @@ def private_world(world, state):
         changed[uuid] = provider_records.ProviderRecord(
             provider, record.seq, record.traits, record.aggregates,
             view.inventories, record.stamp)
-    if not changed:
+    if not changed and not deleted:
         return world, frozenset()
-    private = world.evolve(world.version, changed, ())
+    private = world.evolve(world.version, changed, deleted)
     # What the process's copy carries beside the providers.
     for name in ('weighers', 'weighers_stamp', 'pci_affinity',
                  'pci_affinity_stamp', 'layouts', 'layout_roots',
                  'topology_summaries', 'topology_stamp', 'telemetry'):
         setattr(private, name, getattr(world, name))
-    return private, frozenset(record.root_uuid for record in changed.values())
+    touched.update(record.root_uuid for record in changed.values())
+    return private, frozenset(touched)

@@ -27,6 +27,10 @@ class TooManySessions(errors.DomainError):
     """[whatif] max_sessions are open."""
 
 
+class NotCommittable(errors.DomainError):
+    """The session deleted providers: a what-if only."""
+
+
 class SessionConflict(errors.DomainError):
     """What the session read moved since: ``providers``, ``consumers``."""
 
@@ -92,12 +96,21 @@ class Sessions:
 
     def commit(self, uuid, retries):
         """Write the session's consumers for real, then end the session.
-        SessionNotFound; SessionConflict; domain.InvalidAllocation (the
-        graph no longer holds room for them, when nothing the session
-        read moved: e.g. an inventory of a provider it did not read) or
-        InventoryInUse;
+        SessionNotFound; NotCommittable; SessionConflict;
+        domain.InvalidAllocation (the graph no longer holds room for
+        them, when nothing the session read moved: e.g. an inventory of a
+        provider it did not read) or InventoryInUse;
         errors.ConcurrentUpdate when every attempt lost its race."""
         state, _generation = self._load(uuid)
+        if state.deleted:
+            # A deletion cannot join the guarded write of allocations and
+            # inventories (nor could it be undone after it): refused
+            # rather than written in part.
+            raise NotCommittable(
+                'The what-if session deleted resource providers %s: a '
+                'deletion is a what-if only. Commit the moves from a '
+                'session without it, then delete the providers.'
+                % ', '.join(state.deleted))
         requests = state.requests()
         new_inventories = state.new_inventories()
         consumer_uuids = sorted({request.uuid for request in requests}

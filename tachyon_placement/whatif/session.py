@@ -32,6 +32,8 @@ class SessionState:
     # {provider uuid: {class: inventory fields but used}}: its whole
     # inventory as the session set it.
     inventories: dict = dataclasses.field(default_factory=dict)
+    # Providers the session deleted (a what-if only: see service.commit).
+    deleted: list = dataclasses.field(default_factory=list)
     # What the session's writes read first, as it was for real:
     # {provider uuid: generation}, {consumer uuid: generation or None}.
     read_providers: dict = dataclasses.field(default_factory=dict)
@@ -51,6 +53,7 @@ class SessionState:
                    expires_at=document['expires_at'], consumers=consumers,
                    usage=document['usage'], moves=document['moves'],
                    inventories=document.get('inventories', {}),
+                   deleted=document.get('deleted', []),
                    read_providers=document['reads']['providers'],
                    read_consumers=document['reads']['consumers'],
                    writes=document['writes'])
@@ -67,6 +70,7 @@ class SessionState:
                 'expires_at': self.expires_at, 'consumers': consumers,
                 'usage': self.usage, 'moves': self.moves,
                 'inventories': self.inventories,
+                'deleted': self.deleted,
                 'reads': {'providers': self.read_providers,
                           'consumers': self.read_consumers},
                 'writes': self.writes}
@@ -166,6 +170,12 @@ class SessionState:
                 'allocation_ratio': float(inventory.allocation_ratio)}
             for inventory in inventories}
         self.moves[uuid] = self.moves.get(uuid, 0) + 1
+        self.writes += 1
+
+    def delete_provider(self, uuid):
+        """Delete the provider (the caller checked it has no child and no
+        allocation within the session)."""
+        self.deleted.append(uuid)
         self.writes += 1
 
     def new_inventories(self):

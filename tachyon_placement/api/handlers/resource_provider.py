@@ -213,7 +213,7 @@ def update_resource_provider(req):
                               last_modified=provider.last_modified)
 
 
-@wsgi.handler(uses=('providers',))
+@wsgi.handler(uses=('providers',), session=True)
 def delete_resource_provider(req):
     uuid = req.path_item('uuid')
     req.context.can(policies.DELETE)

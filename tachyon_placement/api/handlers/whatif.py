@@ -18,6 +18,7 @@ from tachyon_placement.whatif import service
 
 SESSION_CONFLICT = 'tachyon.session.conflict'
 TOO_MANY_SESSIONS = 'tachyon.session.too_many'
+NOT_COMMITTABLE = 'tachyon.session.not_committable'
 
 
 def _when(millis):
@@ -49,6 +50,7 @@ def render(state):
                           for rp, added in sorted(state.usage.items())},
         'inventories': {rp: dict(replaced) for rp, replaced
                         in sorted(state.inventories.items())},
+        'deleted_resource_providers': list(state.deleted),
         'read': {'resource_providers': dict(state.read_providers),
                  'consumers': dict(state.read_consumers)},
     }
@@ -100,6 +102,8 @@ def commit_session(req):
                        allocation.conflict_retries(req))
     except service.SessionConflict as exc:
         raise errors.Conflict(exc.message, code=SESSION_CONFLICT)
+    except service.NotCommittable as exc:
+        raise errors.Conflict(exc.message, code=NOT_COMMITTABLE)
     except domain_allocations.InvalidAllocation as exc:
         raise errors.Conflict(
             'Unable to allocate inventory: %s' % exc.message)
