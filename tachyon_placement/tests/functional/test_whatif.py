@@ -5,6 +5,9 @@ ttl) hold, concurrent writes within one session are each kept or refused,
 never lost, and nothing of a session reaches the real graph until it is
 committed."""
 import concurrent.futures
+import os
+import subprocess
+import sys
 import time
 import uuid
 
@@ -13,6 +16,8 @@ import pytest
 from tachyon_placement.api import wsgi
 from tachyon_placement.tests.functional import served
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 MAX_SESSIONS = 4
 MAX_CONSUMERS = 12
 HOSTS = 3
@@ -150,3 +155,49 @@ def test_sessions_are_bounded_and_expire(api, hosts):
     for session in opened[1:] + [replacement]:
         assert _tachyon(api, 'DELETE',
                         '/tachyon/sessions/%s' % session)[0] == 204
+
+
+def _example(api, host):
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'doc', 'examples',
+                                      'drain_host.py'), api.url, host],
+        capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_documented_drain_moves_what_fits_or_nothing(api, hosts):
+    """doc/examples/drain_host.py, as the what-if guide shows it."""
+    source = str(uuid.uuid4())
+    assert api.request('PUT', '/resource_classes/CUSTOM_LICENSE')[0] in (
+        201, 204)
+    assert api.request('POST', '/resource_providers',
+                       {'name': 'drain-src', 'uuid': source})[0] == 200
+    assert api.request(
+        'PUT', '/resource_providers/%s/inventories' % source,
+        {'resource_provider_generation': 0,
+         'inventories': {'VCPU': {'total': 8},
+                         'CUSTOM_LICENSE': {'total': 1}}})[0] == 200
+    movable = [str(uuid.uuid4()) for _ in range(2)]
+    for consumer in movable:
+        assert api.request('PUT', '/allocations/%s' % consumer,
+                           _claim(source, 2))[0] == 204
+    code, output = _example(api, 'drain-src')
+    assert code == 0 and 'committed: 2 moves' in output, output
+    for consumer in movable:
+        status, body = api.request('GET', '/allocations/%s' % consumer)
+        assert list(body['allocations']) != [source], body
+        assert body['allocations'], body
+    # One that only the source can hold: nothing moves.
+    pinned = str(uuid.uuid4())
+    claim = _claim(source, 1)
+    claim['allocations'][source]['resources']['CUSTOM_LICENSE'] = 1
+    assert api.request('PUT', '/allocations/%s' % pinned, claim)[0] == 204
+    again = str(uuid.uuid4())
+    assert api.request('PUT', '/allocations/%s' % again,
+                       _claim(source, 1))[0] == 204
+    code, output = _example(api, 'drain-src')
+    assert code == 1 and 'does not fit elsewhere: %s' % pinned in output, \
+        output
+    for consumer in (pinned, again):
+        status, body = api.request('GET', '/allocations/%s' % consumer)
+        assert list(body['allocations']) == [source], body
