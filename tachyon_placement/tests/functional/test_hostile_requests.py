@@ -255,7 +255,13 @@ def _percent(text):
         text.encode('utf-8', 'surrogatepass'), safe='')
 
 
+# The what-if session _populate keeps open (its id is the server's), and
+# one that never was.
+SESSIONS = []
+NO_SESSION = '00000000-0000-4000-8000-00000000dead'
+
 EXISTING = {
+    'session_id': SESSIONS,
     'uuid': [PROVIDER, CHILD],
     'consumer_uuid': [CONSUMER],
     'resource_class': ['VCPU', 'MEMORY_MB', 'CUSTOM_GOLD'],
@@ -343,6 +349,10 @@ def hostile_requests(draw):
         version = draw(st.sampled_from(VERSIONS))
     if version:
         headers['openstack-api-version'] = version
+    if draw(st.integers(0, 9)) == 0:
+        # Within a what-if session, or what claims to be one.
+        headers['openstack-tachyon-session'] = draw(st.sampled_from(
+            list(SESSIONS) + [NO_SESSION, 'not-a-session', 'x' * 4000]))
     body = None
     if method in ('PUT', 'POST') or draw(st.integers(0, 19)) == 0:
         body = draw(_bodies((template, method)))
@@ -386,6 +396,20 @@ def _populate(api):
         # Generated requests may have changed what these meet (a
         # consumer generation, an allocation blocking the inventory).
         assert status < 500, (method, path, status, answer)
+    # A what-if session (generated requests commit or discard it).
+    if SESSIONS:
+        status, _ = api.request('GET', '/tachyon/sessions/%s' % SESSIONS[0],
+                                service='tachyon', version='1.0')
+        if status == 200:
+            return
+    status, answer = api.request('POST', '/tachyon/sessions', {},
+                                 service='tachyon', version='1.0')
+    if status == 201:
+        SESSIONS[:] = [answer['id']]
+    else:
+        # As many sessions open as allowed, by generated requests.
+        assert status == 409, (status, answer)
+        SESSIONS[:] = SESSIONS or [NO_SESSION]
 
 
 def send(api, method, path, headers, body):
