@@ -278,4 +278,8 @@ def json_request(base, method, path, body=None, version='latest',
             return response.status, json.loads(text) if text else None
     except urllib.error.HTTPError as exc:
         text = exc.read()
-        return exc.code, json.loads(text) if text else None
+        try:
+            return exc.code, json.loads(text) if text else None
+        except ValueError:
+            # Not ours (a proxy's page): the status still counts.
+            return exc.code, {'text': text.decode('utf-8', 'replace')}
