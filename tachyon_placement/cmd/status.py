@@ -218,6 +218,18 @@ class Checks(upgradecheck.UpgradeCommands):
                           '= %s is no stored metric of target numa.' % name)
         return Result(Code.SUCCESS, 'NUMA rooms follow metric %s.' % name)
 
+    def _check_whatif(self):
+        options = self.conf.whatif
+        if options.default_ttl > options.max_ttl:
+            return Result(Code.FAILURE, '[whatif] default_ttl = %d is more '
+                          'than max_ttl = %d: every POST /tachyon/sessions '
+                          'that names no ttl will be refused.'
+                          % (options.default_ttl, options.max_ttl))
+        return Result(Code.SUCCESS, 'What-if sessions live %d s (at most '
+                      '%d s), %d at once, %d consumers each.'
+                      % (options.default_ttl, options.max_ttl,
+                         options.max_sessions, options.max_consumers))
+
     def _check_policy_json(self):
         return common_checks.check_policy_json(self, self.conf)
 
@@ -230,6 +242,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Telemetry', _check_telemetry),
         ('Graph replication', _check_replication),
         ('NUMA room of PCI-NUMA affinity', _check_numa_room),
+        ('What-if sessions', _check_whatif),
     )
 
 

@@ -31,7 +31,8 @@ def test_upgrade_check_passes_then_names_what_is_wrong(api, tmp_path):
     code, out = _check(api.config)
     assert code == 0, out
     for title in ('Graph engine', 'Standard resource classes and traits',
-                  'Policy rules', 'Telemetry', 'Graph replication'):
+                  'Policy rules', 'Telemetry', 'Graph replication',
+                  'What-if sessions'):
         assert title in out, out
     assert 'Failure' not in out and 'Warning' not in out, out
 
@@ -66,6 +67,16 @@ def test_upgrade_check_passes_then_names_what_is_wrong(api, tmp_path):
     assert code == 1, out
     assert 'placement:no_such:rule' in out, out
     assert 'cannot be queried' in out, out
+
+    # Sessions whose default life is longer than allowed: a failure.
+    config = tmp_path / 'sessions.conf'
+    with open(api.config) as source:
+        config.write_text(source.read() + (
+            '\n[whatif]\ndefault_ttl = 600\nmax_ttl = 300\n'))
+    code, out = _check(str(config))
+    text = ' '.join(out.replace('|', ' ').split())
+    assert code == 2, out
+    assert 'default_ttl = 600 is more than max_ttl = 300' in text, out
 
 
 def test_an_engine_that_does_not_answer_fails_the_check(tmp_path):
