@@ -14,6 +14,7 @@ from tachyon_placement.graph import store as graph_store
 from tachyon_placement.telemetry import collector as telemetry_collector
 from tachyon_placement.telemetry import metrics as telemetry_metrics
 from tachyon_placement.topology import affinity
+from tachyon_placement.usecases import drift
 from tachyon_placement.weighing import model as weighing_model
 from tachyon_placement.whatif import service as whatif_service
 from tachyon_placement.world import cache as world_cache
@@ -68,7 +69,9 @@ def loadapp(conf, store=None):
         store = open_store(conf)
         warm_up(store)
         # One per process; the lease makes one of them collect.
-        collector = telemetry_collector.start_collector(conf, store)
+        collector = telemetry_collector.start_collector(
+            conf, store, followers=[drift.DriftRecorder(
+                store, conf.telemetry.staleness_limit)])
         store.feed.log.capacity = conf.changes.log_size
         feed_service.start_pruning(store, conf.changes.retention_versions,
                                    conf.changes.prune_interval)

@@ -127,6 +127,9 @@ TACHYON_ROUTES = {
     '/tachyon/drift': {
         'GET': drift.get_drift,
     },
+    '/tachyon/drift/changes': {
+        'GET': drift.get_drift_changes,
+    },
     '/tachyon/sessions': {
         'POST': whatif.open_session,
     },

@@ -4,8 +4,9 @@ A backup (tachyon_placement/backup/) holds every node and relationship
 the service keeps, read through Engine.frozen (one graph version while
 the service goes on serving).  Left out is what the service measures
 again on its own: the telemetry collector's values and runs, its lease,
-and the counter of telemetry versions; and the what-if sessions (an
-operator's drafts, minutes long).
+and the counter of telemetry versions; the what-if sessions (an
+operator's drafts, minutes long) and the recorded drift (the watcher
+records it again within one refresh).
 
 A restore writes them into an empty graph, label by label and type by
 type, in batches.  ``(:Meta {key: 'restore'})`` marks a restore under way:
@@ -36,7 +37,7 @@ RESTORE_GAP = 2 ** 40
 
 _LEFT_OUT = """
   AND NOT n:MetricValues AND NOT n:CollectorRun AND NOT n:SchemaProbe
-  AND NOT n:WhatIfSession
+  AND NOT n:WhatIfSession AND NOT n:Drift AND NOT n:DriftTombstone
   AND NOT (n:Meta AND n.key IN ['telemetry', 'telemetry_lease', 'restore'])
 """
 

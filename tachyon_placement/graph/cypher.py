@@ -33,6 +33,7 @@ STATEMENT_MODULES = (
     'tachyon_placement.graph.backups',
     'tachyon_placement.graph.exports',
     'tachyon_placement.graph.whatif',
+    'tachyon_placement.graph.drift',
 )
 
 

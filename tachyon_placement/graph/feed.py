@@ -77,7 +77,14 @@ CALL {
   DELETE gone
   RETURN count(*) AS consumers_pruned
 }
-RETURN floor, providers_pruned, hosts_pruned, consumers_pruned
+CALL {
+  WITH floor
+  MATCH (gone:DriftTombstone) WHERE gone.stamp <= floor
+  DELETE gone
+  RETURN count(*) AS drift_pruned
+}
+RETURN floor, providers_pruned, hosts_pruned, consumers_pruned,
+       drift_pruned
 """)
 
 

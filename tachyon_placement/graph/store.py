@@ -14,6 +14,7 @@ import os_traits
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import backups
+from tachyon_placement.graph import drift
 from tachyon_placement.graph import exports
 from tachyon_placement.graph import feed
 from tachyon_placement.graph import importer
@@ -76,6 +77,7 @@ class Store:
         self.integrity = integrity.IntegrityStore(engine)
         self.world_reads = world_reads.WorldReadStore(engine)
         self.whatif_sessions = whatif.WhatIfSessionStore(engine)
+        self.drift = drift.DriftStore(engine)
         # What the process builds on the store, attached by the
         # composition root (deploy.compose): the copy of the graph
         # (world/cache.py), the candidate search over it

@@ -89,6 +89,11 @@ class Collector:
         self._failing = set()   # metrics in an outage (warned once)
         self._disabled = set()  # scorers that broke their bounds
         self._held = False      # whether it took the lease
+        # What else runs each cycle in the one process that holds the
+        # lease, after the sources (the composition root adds them):
+        # objects with wanted() (is there anything to do: then the lease
+        # is taken even with nothing to collect) and run().
+        self.followers = []
         self._stop = threading.Event()
         self._thread = None
 
@@ -129,7 +134,9 @@ class Collector:
         sources it stored (None: nothing to collect, or another process
         collects)."""
         sources = self._sources()
-        if not sources or not self.store.metrics.take_lease(
+        followers = [follower for follower in self.followers
+                     if follower.wanted()]
+        if not (sources or followers) or not self.store.metrics.take_lease(
                 self.holder, self.interval * LEASE_INTERVALS):
             # Another process collects (or nothing is to be): no copy of
             # the graph kept here for scorers.
@@ -175,8 +182,15 @@ class Collector:
                 name, values, int(self.clock() * 1000))
             self._ran(run.succeeded(self.clock(), facts))
             stored += 1
-        self.store.metrics.drop_values(
-            {name for name, _, _ in sources} | self._disabled)
+        if sources:
+            self.store.metrics.drop_values(
+                {name for name, _, _ in sources} | self._disabled)
+        for follower in followers:
+            try:
+                follower.run()
+            except Exception as exc:  # noqa: BLE001 - the collector lives
+                LOG.warning('Telemetry: %s failed (%s)',
+                            type(follower).__name__, exc)
         return stored
 
     def _ran(self, status):
@@ -277,14 +291,16 @@ class _Run:
         return status
 
 
-def start_collector(conf, store):
+def start_collector(conf, store, followers=()):
     """The collector of this process, running: it queries Prometheus or
     Aetos when ``[telemetry] url`` is set, and runs the Cypher scorers of
-    the weighers in any case (it takes the lease only when there is
-    something to collect)."""
+    the weighers in any case, and ``followers`` (see Collector.followers)
+    after them (it takes the lease only when there is something to
+    collect or to follow)."""
     source = PrometheusSource(conf) if conf.telemetry.url else None
     collector = Collector(store, source, conf.telemetry.refresh_interval,
                           weighing_model.ScorerBounds.from_conf(conf),
                           staleness_limit=conf.telemetry.staleness_limit)
+    collector.followers.extend(followers)
     atexit.register(collector.stop)
     return collector.start()

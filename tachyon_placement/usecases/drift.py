@@ -152,3 +152,90 @@ def _affinity_broken(store, world):
             if names:
                 broken.append((consumer, root, allocations, names))
     return broken
+
+
+class CursorGone(Exception):
+    """The cursor is older than the feed's floor (tombstones pruned)."""
+
+    def __init__(self, floor, head=None):
+        super().__init__(floor)
+        self.floor = floor
+        self.head = head
+
+
+def _recorded_reasons(reasons):
+    """What the record keeps of the reasons: not ``why`` (a metric's value
+    moves every refresh; the drift does not)."""
+    return sorted(({key: value for key, value in reason.items()
+                    if key != 'why'} for reason in reasons),
+                  key=lambda reason: sorted(reason.items()))
+
+
+class DriftRecorder:
+    """Records the drift in the graph (graph/drift.py), what changed only,
+    each cycle of the telemetry collector that holds the lease (one
+    process of the deployment: telemetry/collector.py ``followers``), so
+    that GET /tachyon/drift/changes can tell a controller what drifted
+    or stopped drifting after its cursor."""
+
+    def __init__(self, store, staleness_limit):
+        self.store = store
+        self.staleness_limit = staleness_limit
+        # Whether the last record held drift (None: not recorded yet).
+        self._held = None
+
+    def wanted(self):
+        """Whether there may be drift to record or to end (the lease is
+        taken for it: not in a deployment without thresholds or rules)."""
+        if self._held is None:
+            self._held = bool(self.store.drift.held())
+        if self._held:
+            return True
+        world = self.store.worlds.current()
+        return any(weigher.scorer.get('threshold')
+                   for weigher in world.weighers) or any(
+            rule.policy != affinity.PREFERRED
+            for rule in world.pci_affinity)
+
+    def run(self):
+        """Record the drift now; (consumers that drifted or changed
+        reasons, consumers whose drift ended)."""
+        found = report(self.store, self.staleness_limit)['consumers']
+        wanted = {entry['consumer_uuid']: (
+            entry['root_provider_uuid'],
+            _recorded_reasons(entry['reasons'])) for entry in found}
+        held = self.store.drift.held()
+        drifted = [(consumer, root, reasons)
+                   for consumer, (root, reasons) in sorted(wanted.items())
+                   if held.get(consumer) != (root, reasons)]
+        cleared = [(consumer, held[consumer][0])
+                   for consumer in sorted(held) if consumer not in wanted]
+        if drifted or cleared:
+            self.store.drift.write(drifted, cleared)
+        self._held = bool(wanted)
+        return len(drifted), len(cleared)
+
+
+def changes(store, since):
+    """The recorded drift changes after the cursor ``since`` (None: the
+    drift recorded now), and the cursor to resume from: ({'changes':
+    [...], 'cursor': n}).  CursorGone (``head`` set: the cursor is ahead of
+    the graph, restored or imported again)."""
+    head = store.versions.written()
+    if since is None:
+        held = store.drift.held()
+        entries = [(None, consumer, root, reasons)
+                   for consumer, (root, reasons) in sorted(held.items())]
+    else:
+        if since > head:
+            raise CursorGone(0, head)
+        floor = store.changes.floor()
+        if since < floor:
+            raise CursorGone(floor)
+        entries = store.drift.since(since)
+    world = store.worlds.current()
+    listed = [{'cursor': stamp, 'consumer_uuid': consumer,
+               'root_provider_uuid': root, 'host': _name(world, root),
+               'drifted': reasons is not None, 'reasons': reasons or []}
+              for stamp, consumer, root, reasons in entries]
+    return {'changes': listed, 'cursor': head}
