@@ -34,6 +34,9 @@ import orjson
 PROVIDER = 'resource_provider'
 HOST = 'host_topology'
 CONSUMER = 'consumer'
+# A consumer's drift as the watcher recorded it (usecases/drift.py):
+# sent only to subscribers that ask for kind ``drift``.
+DRIFT = 'consumer_drift'
 
 # What a subscriber may ask for (?kind=), and the kinds of object each
 # concerns: a provider's changes are told apart by what changed.
@@ -41,7 +44,8 @@ PROVIDER_ASPECTS = frozenset(
     ('provider', 'inventory', 'usage', 'trait', 'aggregate'))
 CONSUMER_ASPECTS = frozenset(('consumer', 'allocation'))
 HOST_ASPECTS = frozenset(('topology',))
-KINDS = PROVIDER_ASPECTS | CONSUMER_ASPECTS | HOST_ASPECTS
+DRIFT_ASPECTS = frozenset(('drift',))
+KINDS = PROVIDER_ASPECTS | CONSUMER_ASPECTS | HOST_ASPECTS | DRIFT_ASPECTS
 _EMPTY = frozenset()
 
 
@@ -173,6 +177,10 @@ def render(change):
         document['consumer'] = (
             consumer_document(change.state) if change.state is not None
             else None)
+    elif change.kind == DRIFT:
+        # deleted: its drift ended.
+        document['uuid'] = change.key
+        document['drift'] = change.state
     else:
         document['host'] = change.key
         document['topology'] = change.state
@@ -221,6 +229,11 @@ class Filter(collections.namedtuple(
     __slots__ = ()
 
     def matches(self, change):
+        if change.kind == DRIFT and (
+                self.kinds is None or 'drift' not in self.kinds):
+            # Asked for by name only: the feed's documents of version 1
+            # have three types.
+            return False
         scope = change.scope
         if scope is None:
             return True
@@ -426,6 +439,12 @@ class Segment:
 
     def __init__(self, changes):
         self.changes = coalesced(changes)
+        # What a subscriber that names no kind is sent (drift only to
+        # those that ask for it).
+        self.plain = self.changes
+        if any(change.kind == DRIFT for change in self.changes):
+            self.plain = [change for change in self.changes
+                          if change.kind != DRIFT]
         self._index = {}
         self._lock = threading.Lock()
 
@@ -451,7 +470,7 @@ class Segment:
     def passing(self, wanted):
         """The changes that pass the Filter ``wanted``, in order."""
         if wanted is None or wanted.everything:
-            return self.changes
+            return self.plain
         if len(self.changes) < INDEXED_FROM:
             return [change for change in self.changes
                     if wanted.matches(change)]
@@ -496,13 +515,14 @@ def cut(changes, limit, head):
 
 
 def from_world(world, cursor, tombstones, hosts, gone_hosts,
-               consumers=None):
+               consumers=None, drift=()):
     """Every change after ``cursor`` from a copy of the graph (records
     carry their stamps) and what the engine keeps of deletions:
     ``tombstones`` [(uuid, stamp)], ``hosts`` [(name, stamp, state)],
     ``gone_hosts`` [(name, stamp)], all after ``cursor``; ``consumers``
     {uuid: (stamp, ConsumerState or None, providers)} up to
-    ``world.complete``."""
+    ``world.complete``; ``drift`` the recorded drift changes up to it
+    (drift_changes)."""
     # Nothing stamped after the version up to which the copy is whole (see
     # ChangeLog.extend): the answer resumes there and the rest comes after.
     last = world.complete
@@ -528,8 +548,25 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts,
                    for name, (stamp, state) in latest.items()
                    if stamp <= last)
     changes.extend(consumer_changes(consumers or {}, world.records, named))
+    changes.extend(drift_changes(drift, world.records, named))
     changes.sort(key=lambda change: change.cursor)
     return changes
+
+
+def drift_changes(drift, records, named):
+    """Changes of the recorded drift ``drift`` [(stamp, consumer, root,
+    reasons or None when it ended)] (graph/drift.py DriftStore.since)."""
+    found = []
+    for stamp, consumer, root, reasons in drift:
+        roots = frozenset((root,))
+        found.append(Change(
+            stamp, DRIFT, consumer,
+            None if reasons is None else {'root_provider_uuid': root,
+                                          'reasons': reasons},
+            Scope(DRIFT_ASPECTS, roots,
+                  frozenset(_host_names(roots, records, named)), None,
+                  None)))
+    return found
 
 
 def consumer_changes(consumers, records, named, seen=None):

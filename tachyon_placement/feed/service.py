@@ -91,6 +91,13 @@ class Feed:
             self._seen.clear()
         found.extend(feed_changes.consumer_changes(
             consumers, world.records, named, self._seen))
+        try:
+            drift = self.store.drift.since(since, world.complete)
+        except Exception:   # noqa: BLE001 - complete from here on only
+            self.log.reset(world.complete)
+            return
+        found.extend(feed_changes.drift_changes(drift, world.records,
+                                                named))
         self.log.extend(since, world.complete, found)
 
     # -- read by requests -----------------------------------------------
@@ -144,8 +151,13 @@ class Feed:
         world = world or self.store.worlds.current(whole=True)
         tombstones, hosts, gone_hosts = self.store.changes.since(cursor)
         consumers = self.store.changes.consumers(cursor, world.complete)
+        drift = ()
+        if wanted is not None and wanted.kinds is not None and (
+                'drift' in wanted.kinds):
+            drift = self.store.drift.since(cursor, world.complete)
         everything = feed_changes.from_world(world, cursor, tombstones,
-                                             hosts, gone_hosts, consumers)
+                                             hosts, gone_hosts, consumers,
+                                             drift)
         return feed_changes.select(everything, limit, world.complete, wanted)
 
     def _caught_up(self, cursor, world):

@@ -39,13 +39,14 @@ RETURN stamp
 """ % versioning.BUMP)
 
 SINCE = Statement('drift_since', common="""
-MATCH (d:Drift) WHERE d.stamp > $since
+MATCH (d:Drift) WHERE d.stamp > $since AND d.stamp <= $upto
 RETURN d.consumer AS consumer, d.root AS root, d.reasons AS reasons,
        d.stamp AS stamp
 """)
 
 GONE = Statement('drift_gone', common="""
 MATCH (gone:DriftTombstone) WHERE gone.stamp > $since
+  AND gone.stamp <= $upto
 RETURN gone.consumer AS consumer, gone.root AS root, gone.stamp AS stamp
 """)
 
@@ -71,15 +72,15 @@ class DriftStore(engine.ResourceStore):
                      for consumer, root in cleared])
         return rows[0]['stamp']
 
-    def since(self, since):
+    def since(self, since, upto=2 ** 62):
         """[(stamp, consumer, root, reasons or None when it ended)] of the
-        changes stamped after ``since``, in stamp order, the last of each
-        consumer only."""
+        changes stamped in (``since``, ``upto``], in stamp order, the last
+        of each consumer only."""
         latest = {}
-        for row in self.engine.read(GONE, since=since):
+        for row in self.engine.read(GONE, since=since, upto=upto):
             latest[row['consumer']] = (row['stamp'], row['consumer'],
                                        row['root'], None)
-        for row in self.engine.read(SINCE, since=since):
+        for row in self.engine.read(SINCE, since=since, upto=upto):
             known = latest.get(row['consumer'])
             if known is None or known[0] < row['stamp']:
                 latest[row['consumer']] = (row['stamp'], row['consumer'],

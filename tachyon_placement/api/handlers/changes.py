@@ -9,7 +9,8 @@
   as Server-Sent Events, one event per change (``id`` its cursor); resumes
   after ``Last-Event-ID`` (or ``since``).
 - Filters, on both: ``kind``, ``root``, ``host``, ``member_of``,
-  ``resource_class`` (feed/changes.py Filter).
+  ``resource_class`` (feed/changes.py Filter).  ``kind=drift`` (the drift
+  the watcher recorded, usecases/drift.py) is sent only when asked for.
 - A cursor older than the retention floor, or ahead of the graph: 410
   ``tachyon.changes.gone``, list again.
 

@@ -1,8 +1,9 @@
 """Drift recorded as it happens: the telemetry collector that holds the
 lease records what drifted each refresh (usecases/drift.py DriftRecorder),
-and GET /tachyon/drift/changes tells a controller what drifted or stopped
-drifting after its cursor.  Served by gunicorn on the suite's engine, with
-a refresh every second."""
+and GET /tachyon/drift/changes and the change feed (kind ``drift``, asked
+for by name) tell a controller what drifted or stopped drifting after its
+cursor.  Served by gunicorn on the suite's engine, with a refresh every
+second, and tachyon-feed beside it."""
 import time
 import uuid
 
@@ -18,6 +19,30 @@ def api(tmp_path_factory):
         extra_conf='[telemetry]\nrefresh_interval = 1\n').start()
     yield served_api
     served_api.stop()
+
+
+@pytest.fixture(scope='module')
+def feed(api):
+    # The graph made first (gunicorn's workers sync it on their first
+    # request).
+    assert api.request('GET', '/resource_providers')[0] == 200
+    server = served.ServedFeed(api.config).start()
+    yield server
+    server.stop()
+
+
+def _feed(base, since, kind=None, wait=0):
+    query = 'since=%d' % since
+    if kind:
+        query += '&kind=%s' % kind
+    if wait:
+        query += '&wait=%d' % wait
+    status, body = served.json_request(base, 'GET',
+                                       '/tachyon/changes?' + query,
+                                       version='1.0', service='tachyon',
+                                       timeout=wait + 30)
+    assert status == 200, body
+    return body
 
 
 def _tachyon(api, method, path, body=None):
@@ -48,7 +73,7 @@ def _changes_after(api, cursor, timeout=20):
     raise AssertionError('no drift change recorded after %d' % cursor)
 
 
-def test_drift_is_recorded_and_told_after_a_cursor(api):
+def test_drift_is_recorded_and_told_after_a_cursor(api, feed):
     full, spare = _host(api, 'drift-full'), _host(api, 'drift-spare')
     consumer = str(uuid.uuid4())
     claim = {'allocations': {full: {'resources': {'MEMORY_MB': 950}}},
@@ -74,6 +99,20 @@ def test_drift_is_recorded_and_told_after_a_cursor(api):
     status, held = _tachyon(api, 'GET', '/tachyon/drift/changes')
     assert [change['consumer_uuid'] for change in held['changes']] == [
         consumer]
+    # On the change feed, for those that ask for it: from an API process
+    # (the copy of the graph) and from tachyon-feed (its log, a long poll).
+    for base, wait in ((api.url, 0), (feed.url, 20)):
+        told = _feed(base, start['cursor'], 'drift', wait)
+        assert [(change['type'], change['uuid'], change['deleted'])
+                for change in told['changes']] == [
+            ('consumer_drift', consumer, False)], told
+        assert told['changes'][0]['drift'] == {
+            'root_provider_uuid': full,
+            'reasons': [{'kind': 'threshold', 'mode': 'hard',
+                         'weigher': 'memory-cap'}]}
+        everything = _feed(base, start['cursor'])
+        assert 'consumer_drift' not in {
+            change['type'] for change in everything['changes']}, everything
 
     # Nothing more while it stays (a second refresh records nothing).
     time.sleep(2.5)
@@ -88,6 +127,10 @@ def test_drift_is_recorded_and_told_after_a_cursor(api):
     ended = _changes_after(api, same['cursor'])
     assert [(change['consumer_uuid'], change['drifted'])
             for change in ended['changes']] == [(consumer, False)]
+    told = _feed(feed.url, same['cursor'], 'drift', 20)
+    assert [(change['type'], change['deleted'])
+            for change in told['changes']] == [('consumer_drift', True)], \
+        told
     status, held = _tachyon(api, 'GET', '/tachyon/drift/changes')
     assert held['changes'] == []
     # From the first cursor: the last change of the consumer only.

@@ -205,6 +205,8 @@ class FakeStore:
         self.worlds = self.versions = self.changes = self
         self.listeners = []
         self.written_consumers = consumers or {}
+        # No drift recorded (graph/drift.py DriftStore.since).
+        self.drift = types.SimpleNamespace(since=lambda since, upto: [])
 
     def current(self, whole=False):
         return None
@@ -494,3 +496,32 @@ def test_the_feed_server_can_be_niced_instead():
     assert said == 'nice 7'
     assert policy == os.SCHED_OTHER
     assert nice == min(19, base + 7)
+
+
+def test_drift_is_sent_to_those_who_ask_for_it_only():
+    """kind=drift is asked for by name: a subscriber with no kind filter,
+    or other kinds, gets the feed's three types of version 1."""
+    from tachyon_placement.feed import changes
+
+    provider = changes.Change(5, changes.PROVIDER, 'a', None, changes.Scope(
+        changes.PROVIDER_ASPECTS, frozenset(['a']), frozenset(['a']),
+        frozenset(), frozenset()))
+    drifted = changes.drift_changes(
+        [(6, 'vm', 'a', [{'kind': 'threshold', 'weigher': 'cap',
+                          'mode': 'hard'}]), (7, 'gone-vm', 'a', None)],
+        {}, {})
+    everything = [provider] + drifted
+    assert changes.select(everything, None, 7)[0] == [provider]
+    asked = changes.Filter(frozenset(['drift']), None, None, None, None)
+    found, cursor = changes.select(everything, None, 7, asked)
+    assert [(change.key, change.state is None) for change in found] == [
+        ('vm', False), ('gone-vm', True)] and cursor == 7
+    assert changes.render(found[0])['drift'] == {
+        'root_provider_uuid': 'a',
+        'reasons': [{'kind': 'threshold', 'weigher': 'cap',
+                     'mode': 'hard'}]}
+    other = changes.Filter(frozenset(['usage']), None, None, None, None)
+    assert changes.select(everything, None, 7, other)[0] == [provider]
+    on_root = changes.Filter(frozenset(['drift']), frozenset(['b']), None,
+                             None, None)
+    assert changes.select(everything, None, 7, on_root)[0] == []
