@@ -111,6 +111,21 @@ DETACH DELETE rp
 RETURN count(*) AS deleted
 """ % versioning.BUMP)
 
+# The same deletion as a guarded write (no row when the provider has a
+# child or an allocation): within an exclusive section a refusal rolls
+# the section back on Neo4j (a what-if session's commit, whatif/service.py).
+DELETE_GUARDED = Statement('rp_delete_guarded', common="""
+MATCH (rp:ResourceProvider {uuid: $uuid})
+WITH rp, size([(rp)-[:PARENT_OF]->(child) | child]) AS children,
+     size([(rp)<-[:CONSUMES]-(consumer) | consumer]) AS consumers
+WHERE children = 0 AND consumers = 0
+%s
+CREATE (:Tombstone {uuid: rp.uuid, stamp: stamp})
+WITH rp, rp.uuid AS gone
+DETACH DELETE rp
+RETURN gone AS deleted
+""" % versioning.BUMP, guarded=True)
+
 DELETE_BLOCKERS = Statement('rp_delete_blockers', common="""
 MATCH (rp:ResourceProvider {uuid: $uuid})
 RETURN size([(rp)-[:PARENT_OF]->(child) | child]) AS children,
@@ -135,6 +150,11 @@ class ProviderStore(engine.ResourceStore):
             raise errors.NotFound(
                 'No resource provider with uuid %s found' % uuid, uuid=uuid)
         return provider_from_row(rows[0]['rp'])
+
+    def delete_unused(self, uuid):
+        """Delete the provider if it has no child and no allocation (a
+        guarded write); whether it was deleted."""
+        return bool(self.engine.write(DELETE_GUARDED, uuid=uuid))
 
     def find(self, uuid):
         rows = self.engine.read(GET, uuid=uuid)

@@ -8,6 +8,7 @@ leave them out, and an expired one is deleted by the next session opened.
 """
 import json
 
+from tachyon_placement.graph import cypher
 from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
 
@@ -33,12 +34,22 @@ RETURN s.document AS document, s.generation AS generation,
        s.expires_at AS expires_at
 """)
 
-SAVE = Statement('whatif_session_save', common="""
+
+def _save_text(dialect):
+    # The lock first, then the generation: on Neo4j two saves that both
+    # read the old generation before either committed would otherwise
+    # both write, the second over the first.
+    return """
 MATCH (s:WhatIfSession {id: $id})
-WHERE s.generation = $generation AND s.expires_at > timestamp()
+%s
+WITH s WHERE s.generation = $generation AND s.expires_at > timestamp()
 SET s.document = $document, s.generation = s.generation + 1
 RETURN s.generation AS generation
-""", guarded=True)
+""" % cypher.write_lock('s', dialect)
+
+
+SAVE = Statement('whatif_session_save', neo4j=_save_text('neo4j'),
+                 falkordb=_save_text('falkordb'), guarded=True)
 
 DELETE = Statement('whatif_session_delete', common="""
 OPTIONAL MATCH (s:WhatIfSession {id: $id})

@@ -6,8 +6,12 @@ any API process serves any session's requests.  ``commit`` writes the
 session's consumers as the session left them, and the inventories it set,
 in one guarded write (domain/allocations.py plan_write over the graph's
 state, as POST /allocations does; with inventories, reshaper.plan_reshape
-as POST /reshaper does), only if no provider or consumer the session's writes
-read moved since: else SessionConflict naming them, and nothing written.
+as POST /reshaper does), then deletes the providers it deleted, in the
+same exclusive section (one transaction on Neo4j; on FalkorDB under the
+write locks of every provider and consumer concerned, after checking that
+the write leaves them no allocation and no child), only if no provider or
+consumer the session's writes read moved since: else SessionConflict
+naming them, and nothing written.
 """
 import time
 import uuid as uuidlib
@@ -27,8 +31,9 @@ class TooManySessions(errors.DomainError):
     """[whatif] max_sessions are open."""
 
 
-class NotCommittable(errors.DomainError):
-    """The session deleted providers: a what-if only."""
+class ProviderInUse(errors.InUse):
+    """A provider the session deleted would keep a child or an allocation
+    for real."""
 
 
 class SessionConflict(errors.DomainError):
@@ -94,23 +99,54 @@ class Sessions:
         self._load(uuid)
         return overlay.OverlayStore(self._store, uuid, most_consumers)
 
+    def _deletion_order(self, deleted):
+        """The providers the session deleted, deepest first."""
+        records = self._store.worlds.current().records
+
+        def depth(uuid):
+            found = 0
+            record = records.get(uuid)
+            while record is not None and record.parent_uuid is not None:
+                found += 1
+                record = records.get(record.parent_uuid)
+            return found
+        return sorted(deleted, key=lambda uuid: (-depth(uuid), uuid))
+
+    def _check_deletions(self, deleted, providers, deltas):
+        """ProviderInUse unless each provider the session deleted is left
+        with no allocation by the write (``deltas`` of its plan) and no
+        child but those deleted too."""
+        if not deleted:
+            return
+        gone = set(deleted)
+        world = self._store.worlds.current()
+        added = {}
+        for delta in deltas:
+            added[(delta['rp'], delta['rc'])] = delta['delta']
+        for uuid in deleted:
+            state = providers.get(uuid)
+            if state is not None and any(
+                    inventory.used + added.get((uuid, rc), 0)
+                    for rc, inventory in state.inventories.items()):
+                raise ProviderInUse(
+                    'Unable to delete resource provider %s: Resource '
+                    'provider has allocations.' % uuid, uuid=uuid)
+            record = world.records.get(uuid)
+            if record is not None and any(
+                    child.parent_uuid == uuid and child.uuid not in gone
+                    for child in world.trees.get(record.root_uuid, ())):
+                raise ProviderInUse(
+                    'Unable to delete parent resource provider %s: It has '
+                    'child resource providers.' % uuid, uuid=uuid)
+
     def commit(self, uuid, retries):
         """Write the session's consumers for real, then end the session.
-        SessionNotFound; NotCommittable; SessionConflict;
+        SessionNotFound; SessionConflict; ProviderInUse;
         domain.InvalidAllocation (the graph no longer holds room for
         them, when nothing the session read moved: e.g. an inventory of a
         provider it did not read) or InventoryInUse;
         errors.ConcurrentUpdate when every attempt lost its race."""
         state, _generation = self._load(uuid)
-        if state.deleted:
-            # A deletion cannot join the guarded write of allocations and
-            # inventories (nor could it be undone after it): refused
-            # rather than written in part.
-            raise NotCommittable(
-                'The what-if session deleted resource providers %s: a '
-                'deletion is a what-if only. Commit the moves from a '
-                'session without it, then delete the providers.'
-                % ', '.join(state.deleted))
         requests = state.requests()
         new_inventories = state.new_inventories()
         consumer_uuids = sorted({request.uuid for request in requests}
@@ -118,6 +154,7 @@ class Sessions:
         provider_uuids = sorted(
             set(state.read_providers) | set(new_inventories)
             | {rp for request in requests for rp in request.allocations})
+        deleted = self._deletion_order(state.deleted)
 
         def attempt():
             consumers, providers = self._store.allocations.write_states(
@@ -139,15 +176,30 @@ class Sessions:
                 sorted({rp for request in wanted
                         for rp in request.allocations}
                        | set(new_inventories)), providers)
+            plan = None
             if new_inventories:
                 # Inventories and allocations in one write, as POST
                 # /reshaper makes them.
-                return self._store.reshapes.write(reshaper.plan_reshape(
-                    new_inventories, wanted, consumers, providers))
-            if not wanted:
-                return True
-            return self._store.allocations.write(domain.plan_write(
-                wanted, consumers, providers))
+                plan = reshaper.plan_reshape(new_inventories, wanted,
+                                             consumers, providers)
+                deltas = plan.allocation_plan.deltas
+            elif wanted:
+                plan = domain.plan_write(wanted, consumers, providers)
+                deltas = plan.deltas
+            else:
+                deltas = []
+            self._check_deletions(deleted, providers, deltas)
+            if plan is not None:
+                write = (self._store.reshapes.write if new_inventories
+                         else self._store.allocations.write)
+                if not write(plan):
+                    return False
+            # Children before their parents; each refused when it keeps a
+            # child or an allocation (a guarded write: on Neo4j the whole
+            # section is rolled back, on FalkorDB the checks above and the
+            # providers' write locks leave no way to it).
+            return all(self._store.providers.delete_unused(gone)
+                       for gone in deleted)
 
         if not retries.write(self._store, provider_uuids, consumer_uuids,
                              attempt):

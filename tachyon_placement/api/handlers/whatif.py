@@ -18,7 +18,6 @@ from tachyon_placement.whatif import service
 
 SESSION_CONFLICT = 'tachyon.session.conflict'
 TOO_MANY_SESSIONS = 'tachyon.session.too_many'
-NOT_COMMITTABLE = 'tachyon.session.not_committable'
 
 
 def _when(millis):
@@ -102,8 +101,8 @@ def commit_session(req):
                        allocation.conflict_retries(req))
     except service.SessionConflict as exc:
         raise errors.Conflict(exc.message, code=SESSION_CONFLICT)
-    except service.NotCommittable as exc:
-        raise errors.Conflict(exc.message, code=NOT_COMMITTABLE)
+    except service.ProviderInUse as exc:
+        raise errors.Conflict(exc.message, code=errors.PROVIDER_IN_USE)
     except domain_allocations.InvalidAllocation as exc:
         raise errors.Conflict(
             'Unable to allocate inventory: %s' % exc.message)

@@ -201,3 +201,51 @@ def test_the_documented_drain_moves_what_fits_or_nothing(api, hosts):
     for consumer in (pinned, again):
         status, body = api.request('GET', '/allocations/%s' % consumer)
         assert list(body['allocations']) == [source], body
+
+
+def test_a_deletion_is_committed_with_the_moves_or_not_at_all(api, hosts):
+    """A session that empties a host and deletes it: committed whole; one
+    whose deleted host got a child for real meanwhile: refused, nothing
+    written."""
+    doomed, spare = str(uuid.uuid4()), hosts[2]
+    assert api.request('POST', '/resource_providers',
+                       {'name': 'doomed', 'uuid': doomed})[0] == 200
+    assert api.request('PUT', '/resource_providers/%s/inventories' % doomed,
+                       {'resource_provider_generation': 0,
+                        'inventories': {'VCPU': {'total': 8}}})[0] == 200
+    tenant = str(uuid.uuid4())
+    assert api.request('PUT', '/allocations/%s' % tenant,
+                       _claim(doomed, 2))[0] == 204
+    session = _open(api)
+    moved = _claim(spare, 2)
+    moved['consumer_generation'] = 1
+    assert _within(api, session, 'PUT', '/allocations/%s' % tenant,
+                   moved)[0] == 204
+    assert _within(api, session, 'DELETE',
+                   '/resource_providers/%s' % doomed)[0] == 204
+    status, body = _tachyon(api, 'POST',
+                            '/tachyon/sessions/%s/commit' % session)
+    assert status == 200, body
+    assert api.request('GET', '/resource_providers/%s' % doomed)[0] == 404
+    status, body = api.request('GET', '/allocations/%s' % tenant)
+    assert list(body['allocations']) == [spare], body
+
+    # Deleted within a session; a child created for real meanwhile.
+    parent = str(uuid.uuid4())
+    assert api.request('POST', '/resource_providers',
+                       {'name': 'parent', 'uuid': parent})[0] == 200
+    session = _open(api)
+    assert _within(api, session, 'DELETE',
+                   '/resource_providers/%s' % parent)[0] == 204
+    assert api.request('POST', '/resource_providers', {
+        'name': 'late-child', 'uuid': str(uuid.uuid4()),
+        'parent_provider_uuid': parent})[0] == 200
+    status, body = _tachyon(api, 'POST',
+                            '/tachyon/sessions/%s/commit' % session)
+    assert status == 409, body
+    # (Placement moves no parent's generation for a new child: the check
+    # of what the write leaves the deleted provider finds it.)
+    assert body['errors'][0]['code'] == 'placement.resource_provider.inuse', \
+        body
+    assert 'It has child resource providers' in body['errors'][0]['detail']
+    assert api.request('GET', '/resource_providers/%s' % parent)[0] == 200
