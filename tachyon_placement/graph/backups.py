@@ -38,7 +38,8 @@ RESTORE_GAP = 2 ** 40
 _LEFT_OUT = """
   AND NOT n:MetricValues AND NOT n:CollectorRun AND NOT n:SchemaProbe
   AND NOT n:WhatIfSession AND NOT n:Drift AND NOT n:DriftTombstone
-  AND NOT (n:Meta AND n.key IN ['telemetry', 'telemetry_lease', 'restore'])
+  AND NOT (n:Meta AND n.key IN ['telemetry', 'telemetry_lease', 'restore',
+                                'whatif_sessions'])
 """
 
 NODES = Statement('backup_nodes', neo4j="""

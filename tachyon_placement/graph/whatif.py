@@ -12,9 +12,20 @@ from tachyon_placement.graph import cypher
 from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
 
-# Expired sessions are deleted, then the live ones counted: the node made
-# only while fewer than $most live.
-CREATE = Statement('whatif_session_create', common="""
+
+def _create_text(dialect):
+    # Expired sessions are deleted, then the live ones counted: the node
+    # made only while fewer than $most live.  On Neo4j the opens take a
+    # lock of their own first (a Meta node of theirs, no writer of the
+    # cloud takes it), so two that count at once cannot both pass $most.
+    lock = ''
+    if dialect == 'neo4j':
+        lock = """
+MERGE (opening:Meta {key: 'whatif_sessions'})
+%s
+WITH opening
+""" % cypher.write_lock('opening', dialect)
+    return lock + """
 OPTIONAL MATCH (expired:WhatIfSession)
 WHERE expired.expires_at <= timestamp()
 DELETE expired
@@ -25,7 +36,11 @@ WHERE live < $most
 CREATE (s:WhatIfSession {id: $id, document: $document, generation: 0,
                          expires_at: $expires_at})
 RETURN s.generation AS generation
-""")
+"""
+
+
+CREATE = Statement('whatif_session_create', neo4j=_create_text('neo4j'),
+                   falkordb=_create_text('falkordb'))
 
 GET = Statement('whatif_session_get', common="""
 MATCH (s:WhatIfSession {id: $id})

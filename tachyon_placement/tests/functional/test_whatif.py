@@ -140,6 +140,17 @@ def test_concurrent_writes_within_a_session_are_kept_or_refused(api, hosts):
 
 
 def test_sessions_are_bounded_and_expire(api, hosts):
+    # Opened at once, from both workers: never more than max_sessions.
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(
+            lambda _: _tachyon(api, 'POST', '/tachyon/sessions', {}),
+            range(2 * MAX_SESSIONS)))
+    assert sorted(status for status, _ in answers) == (
+        [201] * MAX_SESSIONS + [409] * MAX_SESSIONS), answers
+    for status, body in answers:
+        if status == 201:
+            assert _tachyon(api, 'DELETE',
+                            '/tachyon/sessions/%s' % body['id'])[0] == 204
     opened = [_open(api, ttl=1)]
     opened += [_open(api) for _ in range(MAX_SESSIONS - 1)]
     status, body = _tachyon(api, 'POST', '/tachyon/sessions', {})
