@@ -99,32 +99,30 @@ WITH DISTINCT rp
 RETURN %s
 """ % (versioning.BUMP, PROVIDER))
 
-# Refuses (returns nothing) when the provider has children or allocations.
-DELETE = Statement('rp_delete', common="""
+# A provider without children or allocations deleted, a tombstone left;
+# nothing done when it has either (DELETE then counts 0 deleted).
+_DELETE_UNUSED = """
 MATCH (rp:ResourceProvider {uuid: $uuid})
 WITH rp, size([(rp)-[:PARENT_OF]->(child) | child]) AS children,
      size([(rp)<-[:CONSUMES]-(consumer) | consumer]) AS consumers
 WHERE children = 0 AND consumers = 0
 %s
 CREATE (:Tombstone {uuid: rp.uuid, stamp: stamp})
+""" % versioning.BUMP
+
+DELETE = Statement('rp_delete', common=_DELETE_UNUSED + """
 DETACH DELETE rp
 RETURN count(*) AS deleted
-""" % versioning.BUMP)
+""")
 
 # The same deletion as a guarded write (no row when the provider has a
 # child or an allocation): within an exclusive section a refusal rolls
 # the section back on Neo4j (a what-if session's commit, whatif/service.py).
-DELETE_GUARDED = Statement('rp_delete_guarded', common="""
-MATCH (rp:ResourceProvider {uuid: $uuid})
-WITH rp, size([(rp)-[:PARENT_OF]->(child) | child]) AS children,
-     size([(rp)<-[:CONSUMES]-(consumer) | consumer]) AS consumers
-WHERE children = 0 AND consumers = 0
-%s
-CREATE (:Tombstone {uuid: rp.uuid, stamp: stamp})
+DELETE_GUARDED = Statement('rp_delete_guarded', common=_DELETE_UNUSED + """
 WITH rp, rp.uuid AS gone
 DETACH DELETE rp
 RETURN gone AS deleted
-""" % versioning.BUMP, guarded=True)
+""", guarded=True)
 
 DELETE_BLOCKERS = Statement('rp_delete_blockers', common="""
 MATCH (rp:ResourceProvider {uuid: $uuid})
