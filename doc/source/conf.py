@@ -2,6 +2,7 @@
 # errors).  The configuration and policy references are generated from the
 # code by oslo.config's and oslo.policy's Sphinx extensions.
 extensions = [
+    'myst_parser',
     'openstackdocstheme',
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
@@ -29,7 +30,8 @@ html_static_path = ['_static']
 
 project = 'Tachyon Placement'
 copyright = '2026, Tachyon Placement developers'
-source_suffix = '.rst'
+# Markdown (MyST) for the dated bench results moved from the README.
+source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 master_doc = 'index'
 pygments_style = 'native'
 exclude_patterns = ['_build']
