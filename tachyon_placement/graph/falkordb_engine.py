@@ -116,32 +116,6 @@ class _PrimaryConnection(falkordb_sentinel.FalkorDBSentinelManagedConnection):
             connected()
 
 
-class _NewestSentinels(redis.sentinel.Sentinel):
-    """Sentinels whose primary is the one named with the newest
-    configuration epoch by all that answer.  redis-py takes the first
-    sentinel that names a primary not marked down: one that has not yet
-    seen a failover names the old primary, which may be back (restarted,
-    its old data, a primary until the sentinels demote it), and a
-    connection made then read a graph writes behind (test_failover)."""
-
-    def discover_master(self, service_name):
-        named = []
-        for sentinel in self.sentinels:
-            try:
-                masters = sentinel.sentinel_masters()
-            except (redis.exceptions.ConnectionError,
-                    redis.exceptions.TimeoutError):
-                continue
-            state = masters.get(service_name)
-            if state and self.check_master_state(state, service_name):
-                named.append((int(state.get('config-epoch') or 0),
-                              state['ip'], state['port']))
-        if not named:
-            return super().discover_master(service_name)
-        _epoch, ip, port = max(named)
-        return ip, port
-
-
 class _SentinelClient(falkordb.FalkorDB):
     """falkordb.FalkorDB over a client of the sentinels' primary: its
     constructor takes one sentinel and finds the service by listing
@@ -209,7 +183,7 @@ class FalkorDBEngine(engine.Engine):
         self._primary_unseen = False
         self._primary_lock = threading.Lock()
         if sentinels is not None:
-            self._sentinel = _NewestSentinels(
+            self._sentinel = redis.sentinel.Sentinel(
                 sentinels.addresses, sentinel_kwargs={
                     'password': sentinels.password,
                     'socket_timeout': CONNECT_TIMEOUT,
