@@ -170,6 +170,13 @@ if ! command -v shellcheck >/dev/null 2>&1; then
     apt_install shellcheck
 fi
 
+# --- curl: the documentation's examples (the README's tour) use it ---------
+
+if ! command -v curl >/dev/null 2>&1; then
+    log "curl is needed for the documentation's examples"
+    apt_install curl
+fi
+
 # --- pytest, once per engine ------------------------------------------------
 
 # Run the whole suite unless a test path was given.
