@@ -111,6 +111,19 @@ class _PrimaryConnection(falkordb_sentinel.FalkorDBSentinelManagedConnection):
 
     def on_connect_check_health(self, *args, **kwargs):
         super().on_connect_check_health(*args, **kwargs)
+        # A sentinel's answer can be out of date (it has not yet seen a
+        # failover, or a demoted primary is back): such a server answers
+        # reads from an old graph.  Only a server that says it is the
+        # primary is used; the next connection asks the sentinels again.
+        self.send_command('ROLE')
+        role = self.read_response()[0]
+        if isinstance(role, bytes):
+            role = role.decode()
+        if role != 'master':
+            self.disconnect()
+            raise redis.exceptions.ConnectionError(
+                '%s:%s is a %s, not the primary' % (self.host, self.port,
+                                                    role))
         connected = getattr(self.connection_pool, 'tachyon_connected', None)
         if connected is not None:
             connected()
@@ -416,6 +429,20 @@ class FalkorDBEngine(engine.Engine):
                    if key.startswith('slave') and isinstance(value, dict)
                    and value.get('state') == 'online')
 
+    def effects_threshold(self):
+        """The server's EFFECTS_THRESHOLD (microseconds past which a write
+        is replicated as its effects; see
+        falkordb_server.MODULE_REPLICATION_ARGS), or None when it does not
+        tell (a managed server refusing GRAPH.CONFIG)."""
+        try:
+            answer = self._db.connection.execute_command(
+                'GRAPH.CONFIG', 'GET', 'EFFECTS_THRESHOLD')
+        except redis.exceptions.ResponseError:
+            return None
+        except redis.exceptions.RedisError as exc:
+            raise engine.Unavailable('GRAPH.CONFIG: %s' % exc) from exc
+        return int(answer[1])
+
     def connect_raw(self):
         """A new socket to this server (through Sentinel: the primary
         now), authenticated when it needs it (the scorer replica's relay,
@@ -462,7 +489,15 @@ class FalkorDBEngine(engine.Engine):
             watch_memory=False)
         try:
             try:
-                sandbox = replica.running()
+                try:
+                    sandbox = replica.running()
+                except scorer_sandbox.SandboxError as exc:
+                    # Once in some hundred copies under load the replica
+                    # died as its copy arrived (its log is in the error):
+                    # another one, once.
+                    LOG.warning('A replica of the graph server failed, '
+                                'making another: %s', exc)
+                    sandbox = replica.running()
                 detach = redis.Redis(unix_socket_path=sandbox.socket_path)
                 try:
                     detach.execute_command('REPLICAOF', 'NO', 'ONE')

