@@ -98,7 +98,8 @@ fi
 export SKIP_GENERATE_AUTHORS=1 SKIP_WRITE_GIT_CHANGELOG=1
 
 PY_STAMP_FILE="$VENV/.tachyon-deps-stamp"
-py_stamp="$(hash_files requirements.txt test-requirements.txt setup.cfg \
+py_stamp="$(hash_files requirements.txt test-requirements.txt \
+    doc/requirements.txt api-ref/requirements.txt setup.cfg \
     setup.py pyproject.toml -- "$ROOT" "$("$VENV/bin/python" --version 2>&1)")"
 if [ "$(cat "$PY_STAMP_FILE" 2>/dev/null)" != "$py_stamp" ]; then
     log "installing Python requirements into $VENV"

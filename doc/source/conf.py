@@ -35,3 +35,20 @@ source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 master_doc = 'index'
 pygments_style = 'native'
 exclude_patterns = ['_build']
+
+
+# The benchmark results page's plots, drawn at every build from the
+# results kept in contributor/bench-data (bench/plots.py; the same as
+# ``python -m bench.plots``), so they never lag the data.
+def _draw_bench_plots(app):
+    import os
+    import sys
+    root = os.path.abspath(os.path.join(app.srcdir, '..', '..'))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from bench import plots
+    plots.draw()
+
+
+def setup(app):
+    app.connect('builder-inited', _draw_bench_plots)

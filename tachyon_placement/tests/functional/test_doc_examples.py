@@ -88,7 +88,7 @@ def run_session(session, api, workdir):
                                  environ.get('PATH', ''))
     environ['HOME'] = str(workdir)
     done = subprocess.run(['bash', '--noprofile', '--norc'],
-                          input='\n'.join(script) + '\n', cwd=ROOT,
+                          input='\n'.join(script) + '\n', cwd=str(workdir),
                           env=environ, capture_output=True, text=True,
                           timeout=600)
     outputs, rest = [], done.stdout

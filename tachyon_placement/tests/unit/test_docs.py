@@ -1,25 +1,19 @@
 """doc/source builds with Sphinx, warnings as errors (what tox -e docs
-runs): the admin guides, and the configuration and policy references
-generated from the code, which show every option group and rule."""
+runs): the admin guides, the configuration and policy references
+generated from the code, which show every option group and rule, and the
+benchmark page with its plots drawn from the kept results."""
 import os
-import subprocess
-import sys
+import pathlib
 
+from bench import plots
 from tachyon_placement import policies
 from tachyon_placement.conf import opts
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))))
+from tachyon_placement.tests.unit import sphinx_site
 
 
 def test_the_docs_build_without_warnings(tmp_path):
-    done = subprocess.run(
-        [sys.executable, '-m', 'sphinx', '-W', '--keep-going', '-b', 'html',
-         '-d', str(tmp_path / 'doctrees'),
-         os.path.join(ROOT, 'doc', 'source'), str(tmp_path / 'html')],
-        capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    html = tmp_path / 'html'
+    html = pathlib.Path(sphinx_site.build(os.path.join('doc', 'source'),
+                                          tmp_path))
     options = (html / 'configuration' / 'config.html').read_text()
     for group, listed in opts.list_opts():
         name = getattr(group, 'name', group)
@@ -31,3 +25,17 @@ def test_the_docs_build_without_warnings(tmp_path):
         assert rule.name in rules, rule.name
     for guide in ('capacity', 'whatif', 'telemetry', 'ha', 'backup'):
         assert (html / 'admin' / ('%s.html' % guide)).exists(), guide
+    for guide in ('monitoring', 'telemetry-walkthrough', 'operations'):
+        assert (html / 'admin' / ('%s.html' % guide)).exists(), guide
+    for page in ('install/index', 'user/index', 'contributor/architecture'):
+        assert (html / ('%s.html' % page)).exists(), page
+    # Each plot bench.plots draws is on the results page, and its image
+    # was drawn (a PNG file, not an empty one).
+    results = (html / 'contributor' / 'bench-results.html').read_text()
+    for plot in plots.PLOTS:
+        name = plot.__name__.replace('_', '-') + '.png'
+        assert name in results, name
+    images = list((html / '_images').glob('*.png'))
+    assert len(images) >= len(plots.PLOTS), images
+    for image in images:
+        assert image.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n', image
