@@ -169,6 +169,7 @@ def memory_by_size(runs, output):
     _log_scale(axes.xaxis, axes.set_xscale)
     axes.set_xlabel('compute hosts in the cloud')
     axes.set_ylabel('peak resident memory with its database (MiB)')
+    axes.set_ylim(bottom=0)
     axes.legend()
     return _save(figure, output, 'memory-by-size.png')
 
