@@ -177,12 +177,6 @@ class Checks(upgradecheck.UpgradeCommands):
         except engine.GraphError as exc:
             return Result(Code.FAILURE, 'Cannot read the graph server\'s '
                           'replication: %s' % exc)
-        if online and graph_engine.effects_threshold() not in (0, None):
-            return Result(Code.WARNING, 'The graph server replicates some '
-                          'writes as queries replayed on its %d replicas: '
-                          'load the FalkorDB module with EFFECTS_THRESHOLD 0 '
-                          '(replicas fed both kinds diverge, FalkorDB issues '
-                          '#2457 and #2581).' % online)
         if acks > online:
             return Result(Code.FAILURE, '[graph] replica_acks = %d but the '
                           'primary has %d replicas online: every write will '

@@ -429,20 +429,6 @@ class FalkorDBEngine(engine.Engine):
                    if key.startswith('slave') and isinstance(value, dict)
                    and value.get('state') == 'online')
 
-    def effects_threshold(self):
-        """The server's EFFECTS_THRESHOLD (microseconds past which a write
-        is replicated as its effects; see
-        falkordb_server.MODULE_REPLICATION_ARGS), or None when it does not
-        tell (a managed server refusing GRAPH.CONFIG)."""
-        try:
-            answer = self._db.connection.execute_command(
-                'GRAPH.CONFIG', 'GET', 'EFFECTS_THRESHOLD')
-        except redis.exceptions.ResponseError:
-            return None
-        except redis.exceptions.RedisError as exc:
-            raise engine.Unavailable('GRAPH.CONFIG: %s' % exc) from exc
-        return int(answer[1])
-
     def connect_raw(self):
         """A new socket to this server (through Sentinel: the primary
         now), authenticated when it needs it (the scorer replica's relay,

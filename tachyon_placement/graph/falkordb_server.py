@@ -82,17 +82,6 @@ AOF_DIR = 'appendonlydir'
 # A started server must also answer a graph query on a graph of its own
 # (created, then deleted: two commands in the append-only file) within
 # PROBE_TIMEOUT seconds; one that does not is killed and started again.
-# Every write replicated as its effects, never as its query replayed.
-# FalkorDB 4.16 picks per query (effects when it ran longer than
-# EFFECTS_THRESHOLD microseconds, 300 by default); a replica fed both
-# kinds allocates node and relationship ids its own way in the replayed
-# queries, and the effects that follow address ids: the test_failover
-# storm found a promoted replica whose every allocation had lost its
-# resource class (FalkorDB issues #2457, #2581).  Effects only keeps a
-# replica (the Sentinel ones, the feed's and the scorers' private ones)
-# the primary's copy.
-MODULE_REPLICATION_ARGS = ('EFFECTS_THRESHOLD', '0')
-
 PROBE_GRAPH = 'tachyon:start-probe'
 PROBE_TIMEOUT = 10.0
 SPAWN_ATTEMPTS = 3
@@ -618,8 +607,7 @@ class EmbeddedServer(object):
                  '--save', '',
                  '--databases', '1',
                  '--always-show-logo', 'no',
-                 '--loadmodule', module] + list(MODULE_REPLICATION_ARGS) +
-                self.module_args + self.extra_args)
+                 '--loadmodule', module] + self.module_args + self.extra_args)
 
     def _spawn(self, sock):
         """Start a server and wait until it answers a graph query.

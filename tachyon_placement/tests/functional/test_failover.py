@@ -213,27 +213,6 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path):
             text = ' '.join(checked.stdout.replace('|', ' ').split())
             assert said in text, checked.stdout
 
-        # A primary that replays some writes as queries on its replicas
-        # (FalkorDB's default) is told; the cluster's servers replicate
-        # effects only.
-        primary = cluster.primary().client()
-        assert primary.execute_command(
-            'GRAPH.CONFIG', 'GET', 'EFFECTS_THRESHOLD')[1] == 0
-        primary.execute_command('GRAPH.CONFIG', 'SET', 'EFFECTS_THRESHOLD',
-                                300)
-        try:
-            checked = subprocess.run(
-                [sys.executable, '-m', 'tachyon_placement.cmd.status',
-                 '--config-file', str(tmp_path / 'status-1.conf'),
-                 'upgrade', 'check'],
-                capture_output=True, text=True, timeout=120)
-        finally:
-            primary.execute_command('GRAPH.CONFIG', 'SET',
-                                    'EFFECTS_THRESHOLD', 0)
-        text = ' '.join(checked.stdout.replace('|', ' ').split())
-        assert checked.returncode == 1, checked.stdout
-        assert 'with EFFECTS_THRESHOLD 0' in text, checked.stdout
-
         # A feed cursor from before the failover.
         status, feed = apis[0].request('GET', '/tachyon/changes',
                                        service='tachyon', version='1.0')

@@ -26,6 +26,15 @@ def _check(config):
     return done.returncode, done.stdout + done.stderr
 
 
+def _check_with(api, path, extra):
+    """The check's exit code and its table's text (lines unwrapped) with
+    ``extra`` added to ``api``'s configuration, written at ``path``."""
+    with open(api.config) as source:
+        path.write_text(source.read() + '\n' + extra)
+    code, out = _check(str(path))
+    return code, ' '.join(out.replace('|', ' ').split())
+
+
 def test_upgrade_check_passes_then_names_what_is_wrong(api, tmp_path):
     api.stop()      # the check runs beside no API, on the same graph
     code, out = _check(api.config)
@@ -57,26 +66,20 @@ def test_upgrade_check_passes_then_names_what_is_wrong(api, tmp_path):
     # not answer: warnings.
     policy_file = tmp_path / 'policy.yaml'
     policy_file.write_text('"placement:no_such:rule": "role:admin"\n')
-    config = tmp_path / 'warned.conf'
-    with open(api.config) as source:
-        config.write_text(source.read() + (
-            '\n[oslo_policy]\npolicy_file = %s\n'
-            '[telemetry]\nurl = http://127.0.0.1:%d\nquery_timeout = 2\n'
-            % (policy_file, served.free_port())))
-    code, out = _check(str(config))
-    assert code == 1, out
-    assert 'placement:no_such:rule' in out, out
-    assert 'cannot be queried' in out, out
+    code, text = _check_with(
+        api, tmp_path / 'warned.conf',
+        '[oslo_policy]\npolicy_file = %s\n'
+        '[telemetry]\nurl = http://127.0.0.1:%d\nquery_timeout = 2\n'
+        % (policy_file, served.free_port()))
+    assert code == 1, text
+    assert 'placement:no_such:rule' in text, text
+    assert 'cannot be queried' in text, text
 
     # Sessions whose default life is longer than allowed: a failure.
-    config = tmp_path / 'sessions.conf'
-    with open(api.config) as source:
-        config.write_text(source.read() + (
-            '\n[whatif]\ndefault_ttl = 600\nmax_ttl = 300\n'))
-    code, out = _check(str(config))
-    text = ' '.join(out.replace('|', ' ').split())
-    assert code == 2, out
-    assert 'default_ttl = 600 is more than max_ttl = 300' in text, out
+    code, text = _check_with(api, tmp_path / 'sessions.conf',
+                             '[whatif]\ndefault_ttl = 600\nmax_ttl = 300\n')
+    assert code == 2, text
+    assert 'default_ttl = 600 is more than max_ttl = 300' in text, text
 
 
 def test_an_engine_that_does_not_answer_fails_the_check(tmp_path):
@@ -164,11 +167,7 @@ def test_affinity_rules_without_live_numa_room_are_a_warning(api, tmp_path):
     text = ' '.join(out.replace('|', ' ').split())
     assert code == 1, out
     assert 'no [telemetry] numa_free_memory_metric' in text, out
-    config = tmp_path / 'numa.conf'
-    with open(api.config) as source:
-        config.write_text(source.read() + (
-            '\n[telemetry]\nnuma_free_memory_metric = nope\n'))
-    code, out = _check(str(config))
-    text = ' '.join(out.replace('|', ' ').split())
-    assert code == 2, out
-    assert 'numa_free_memory_metric = nope is no stored metric' in text, out
+    code, text = _check_with(api, tmp_path / 'numa.conf',
+                             '[telemetry]\nnuma_free_memory_metric = nope\n')
+    assert code == 2, text
+    assert 'numa_free_memory_metric = nope is no stored metric' in text, text
