@@ -29,7 +29,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
 ADDRESS = 'http://127.0.0.1:8778'
 CONFIG = '/etc/tachyon/placement.conf'
+# Printed after each command: its index and exit status.
 MARKER = '@@tachyon-doc-example %d rc=%s@@'
+_MARKED = re.compile(r'\n?@@tachyon-doc-example (\d+) rc=(\d+)@@\n')
 _FENCE = re.compile(r'^```console\n(.*?)^```', re.M | re.S)
 _DIRECTIVE = re.compile(r'^( *)\.\. code-block:: console\n((?:\1 +:.*\n)*)'
                         r'\n((?:\1 +.*\n|\n)+)', re.M)
@@ -91,14 +93,13 @@ def run_session(session, api, workdir):
                           input='\n'.join(script) + '\n', cwd=str(workdir),
                           env=environ, capture_output=True, text=True,
                           timeout=600)
-    outputs, rest = [], done.stdout
-    for index in range(len(session)):
-        match = re.search(re.escape(MARKER % (index, 'X')).replace(
-            'X', r'(\d+)'), rest)
-        assert match, (session[index], rest, done.stderr)
-        outputs.append((rest[:match.start()].strip('\n'),
-                        int(match.group(1))))
-        rest = rest[match.end():]
+    outputs, start = [], 0
+    for index, match in enumerate(_MARKED.finditer(done.stdout)):
+        assert int(match.group(1)) == index, (match.group(0), done.stderr)
+        outputs.append((done.stdout[start:match.start()].strip('\n'),
+                        int(match.group(2))))
+        start = match.end()
+    assert len(outputs) == len(session), (done.stdout[start:], done.stderr)
     return outputs, done.stderr
 
 
