@@ -10,6 +10,7 @@ from tachyon_placement.api.handlers import capacity
 from tachyon_placement.api.handlers import changes
 from tachyon_placement.api.handlers import drift
 from tachyon_placement.api.handlers import explain
+from tachyon_placement.api.handlers import host_weights
 from tachyon_placement.api.handlers import inventory
 from tachyon_placement.api.handlers import metric
 from tachyon_placement.api.handlers import monitoring
@@ -120,6 +121,9 @@ TACHYON_ROUTES = {
     },
     '/tachyon/explain/allocation_candidates': {
         'GET': explain.explain_candidates,
+    },
+    '/tachyon/host_weights': {
+        'POST': host_weights.weigh_hosts,
     },
     '/tachyon/capacity': {
         'GET': capacity.get_capacity,

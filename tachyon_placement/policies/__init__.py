@@ -13,6 +13,7 @@ from tachyon_placement.policies import capacity
 from tachyon_placement.policies import changes
 from tachyon_placement.policies import drift
 from tachyon_placement.policies import explain
+from tachyon_placement.policies import host_weights
 from tachyon_placement.policies import inventory
 from tachyon_placement.policies import metric
 from tachyon_placement.policies import monitoring
@@ -45,6 +46,7 @@ _TACHYON_MODULES = (
     weigher,
     metric,
     explain,
+    host_weights,
     capacity,
     whatif,
     drift,

@@ -111,6 +111,66 @@ def explain(store, groups, wide, settings):
             'hosts': hosts, 'excluded': excluded}
 
 
+def host_weights(store, groups, wide, settings, hosts):
+    """How the weighers that apply to a request weigh ``hosts`` (root
+    provider uuids, e.g. the hosts Nova's filters kept): the very Ranking
+    that orders the hosts of GET /allocation_candidates for it (one
+    ranking, two consumers: the candidate order and Nova's scheduler
+    weigher, tachyon_placement/nova), read from an exactly fresh copy of
+    the graph; no candidate search.
+
+    {'weighers': [name], 'hosts': {uuid: {'score': combined score, or
+    None for a uuid that is no root provider, 'excluded': None or {'mode':
+    hard or soft, 'reasons': [{'weigher', 'why'}]}}}}.
+    domain.UnknownResourceClass or UnknownTrait as for the search."""
+    _refuse_unknown_names(store, groups, wide)
+    world = store.candidates.reader().world
+    ranked = _ranking(world, request_summary(groups, wide),
+                      settings.staleness_limit)
+    weighed = {}
+    for root in hosts:
+        if root not in world.trees:
+            weighed[root] = {'score': None, 'excluded': None}
+            continue
+        score, excluded = 0.0, None
+        if ranked is not None:
+            score = ranked.scores.get(root, 0.0)
+            for mode, judged in ((weighing_model.HARD, ranked.excluded),
+                                 (weighing_model.SOFT, ranked.avoided)):
+                if root in judged:
+                    excluded = {'mode': mode, 'reasons': [
+                        {'weigher': name, 'why': why}
+                        for name, why in judged[root]]}
+                    break
+        weighed[root] = {'score': score, 'excluded': excluded}
+    return {'weighers': [weigher.name for weigher in ranked.weighers]
+            if ranked is not None else [],
+            'hosts': weighed}
+
+
+def _refuse_unknown_names(store, groups, wide):
+    """domain.UnknownResourceClass or UnknownTrait for the first class or
+    trait the request names that the graph lacks (by name)."""
+    classes, traits = _names(groups, wide)
+    unknown = sorted(store.resource_classes.missing(classes))
+    if unknown:
+        raise domain.UnknownResourceClass(unknown[0])
+    unknown = sorted(store.traits.missing(traits))
+    if unknown:
+        raise domain.UnknownTrait(unknown[0])
+
+
+def _names(groups, wide):
+    """(The resource classes, the traits) a request names."""
+    classes = {rc for group in groups for rc in group.resources}
+    traits = set(wide.root_required) | set(wide.root_forbidden)
+    for group in groups:
+        traits |= group.forbidden_traits
+        for any_of in group.required_traits:
+            traits |= any_of
+    return classes, traits
+
+
 def request_summary(groups, wide):
     """What a weigher's match looks at in this request."""
     required = set(wide.root_required)
@@ -182,12 +242,7 @@ def _searched(store, reader, groups, wide, settings, weighed=True,
     they barred: see _search); ``weighed`` False: in Placement's order
     whatever weighers are stored; ``within``: anchored at those roots
     only."""
-    classes = {rc for group in groups for rc in group.resources}
-    traits = set(wide.root_required) | set(wide.root_forbidden)
-    for group in groups:
-        traits |= group.forbidden_traits
-        for any_of in group.required_traits:
-            traits |= any_of
+    classes, traits = _names(groups, wide)
     unknown_classes = store.resource_classes.missing(classes)
     unknown_traits = store.traits.missing(traits)
     located = reader.provider_roots(

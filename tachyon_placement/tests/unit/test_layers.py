@@ -27,6 +27,8 @@ ALLOWED = {
     'whatif': {'domain', 'world'},
     'usecases': {'domain', 'graph', 'world', 'weighing', 'telemetry',
                  'topology', 'capacity'},
+    # Runs inside nova-scheduler: nothing of Tachyon's service.
+    'nova': set(),
 }
 # Only the processes' entry points assemble the service.
 COMPOSITION_ROOT = 'deploy'
@@ -85,3 +87,27 @@ def test_only_entry_points_import_the_composition_root():
     importers = {room for room, targets in _room_imports().items()
                  if COMPOSITION_ROOT in targets}
     assert importers and importers <= ENTRY_POINTS, importers
+
+
+def _imports_of(path):
+    with open(path) as source:
+        tree = ast.parse(source.read())
+    return {name for node in ast.walk(tree) for name in _imported(node)}
+
+
+def test_only_the_nova_room_imports_nova():
+    """Nova is no dependency of Tachyon's service: only the weigher that
+    nova-scheduler loads imports it, and the options the sample
+    configuration generator reads do not."""
+    importers = set()
+    for directory, _dirs, files in os.walk(PACKAGE):
+        relative = os.path.relpath(directory, PACKAGE)
+        if relative.split(os.sep)[0] == 'tests':
+            continue
+        for filename in files:
+            if filename.endswith('.py'):
+                path = os.path.join(directory, filename)
+                if any(name == 'nova' or name.startswith('nova.')
+                       for name in _imports_of(path)):
+                    importers.add(os.path.relpath(path, PACKAGE))
+    assert importers == {os.path.join('nova', 'weigher.py')}, importers
