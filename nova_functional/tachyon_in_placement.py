@@ -20,7 +20,6 @@ Installed by swap_hook.py (imported by the ``.pth`` file
 nova_functional/run.sh writes into its virtualenv) when TACHYON_NOVA_SWAP=1,
 as Nova's tests import Placement's fixture, in every stestr worker.
 """
-import select
 import tempfile
 
 import fixtures
@@ -98,15 +97,18 @@ class TachyonGraph(fixtures.Fixture):
 
 
 def _real_poll():
-    """Give eventlet's green ``select`` module the real ``poll`` back.
+    """Give redis-py's hiredis reader the real ``select`` module.
 
     Nova's functional tests run under eventlet, whose green ``select``
-    has no ``poll``; redis-py's hiredis reader polls its socket with it,
-    with a timeout of 0 (is a reply waiting?), so the real one blocks
-    nothing.  Every other read of the engine's socket stays green."""
-    if not hasattr(select, 'poll'):
+    has no ``poll``; redis-py's hiredis reader polls its socket with it
+    only to ask whether a reply is waiting (a timeout of 0), so the real
+    one blocks nothing.  Only that module's name is rebound: anything
+    else that polls for longer (a server loop) would block every green
+    thread."""
+    from redis._parsers import hiredis
+    if not hasattr(hiredis.select, 'poll'):
         from eventlet import patcher
-        select.poll = patcher.original('select').poll
+        hiredis.select = patcher.original('select')
 
 
 def tachyon_conf_from(placement_conf, overrides=None):

@@ -8,8 +8,14 @@ Nova's own, and ``[placement]`` keystoneauth options pointing at the
 fixture's endpoint, as a deployment's point at its placement service.
 Four identical hosts; servers booted one after another.
 """
+import json
+import os
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 
 from keystoneauth1 import loading as ks_loading
 
@@ -17,6 +23,9 @@ import nova.conf
 from nova.tests.functional import integrated_helpers
 
 from tachyon_placement.nova import weigher  # noqa: F401 - registers [tachyon]
+from tachyon_placement.tests.functional import prometheus
+
+import tachyon_in_placement
 
 CONF = nova.conf.CONF
 HOSTS = ('host1', 'host2', 'host3', 'host4')
@@ -57,12 +66,18 @@ class _Base(integrated_helpers._IntegratedTestBase):
         self.flags(auth_type='admin_token', token='admin',
                    endpoint=endpoint, group='placement')
 
-    def store_weigher(self, name, document):
-        response = self.placement_fixture._client.put(
-            '/tachyon/weighers/%s' % name, json=document,
+    def tachyon(self, method, path, document=None):
+        """A request to Tachyon's own API through the fixture's intercept;
+        the response."""
+        return self.placement_fixture._client.request(
+            path, method, json=document,
             endpoint_override=self.placement_fixture.endpoint,
             headers={'x-auth-token': 'admin',
                      'openstack-api-version': TACHYON_HEADERS})
+
+    def store_weigher(self, name, document):
+        response = self.tachyon('PUT', '/tachyon/weighers/%s' % name,
+                                document)
         self.assertEqual(201, response.status_code, response.text)
 
     def nova_packs(self):
@@ -155,6 +170,17 @@ class TachyonDecidesTest(_Base):
         self.assertEqual(3, len(set(landed)), landed)
 
 
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+def _stopped(process):
+    process.terminate()
+    process.wait(timeout=30)
+
+
 class _Silent(threading.Thread):
     """A TCP server that accepts connections and never answers."""
 
@@ -193,11 +219,8 @@ class TachyonUnreachableTest(_Base):
         self.assertEqual(1, log.count("host weights are unavailable"))
 
     def test_connection_refused(self):
-        closed = socket.socket()
-        closed.bind(('127.0.0.1', 0))
-        port = closed.getsockname()[1]
-        closed.close()
-        self.point_weigher_at('http://127.0.0.1:%d/placement' % port)
+        self.point_weigher_at('http://127.0.0.1:%d/placement'
+                              % _free_port())
         self._assert_nova_decides()
 
     def test_no_answer_within_the_timeout(self):
@@ -213,3 +236,94 @@ class TachyonUnreachableTest(_Base):
         # Placement answers 404 for Tachyon's route: weigh nothing.
         self.point_weigher_at(self.placement_fixture.endpoint + '/nowhere')
         self._assert_nova_decides()
+
+
+class TelemetryTest(_Base):
+    """Servers land by live telemetry: Debian's Prometheus scraping an
+    exporter of per-host CPU utilisation, collected by Tachyon every
+    second, a metric weigher coolest first."""
+
+    def setUp(self):
+        workdir = tempfile.mkdtemp(prefix='tachyon-nova-prometheus-')
+        self.values = os.path.join(workdir, 'cpu.json')
+        self.write_values({})
+        port = _free_port()
+        exporter = subprocess.Popen([
+            sys.executable, os.path.join(os.path.dirname(__file__),
+                                         'cpu_exporter.py'),
+            self.values, str(port)])
+        self.addCleanup(_stopped, exporter)
+        self.prometheus = prometheus.Prometheus(workdir, port).start()
+        self.addCleanup(self.prometheus.stop)
+        tachyon_in_placement.OVERRIDES['telemetry'] = {
+            'url': self.prometheus.url, 'refresh_interval': 1}
+        self.addCleanup(tachyon_in_placement.OVERRIDES.pop, 'telemetry')
+        super().setUp()
+        tachyon_in_placement.start_collector()
+
+    def write_values(self, percent):
+        with open(self.values + '.new', 'w') as out:
+            json.dump(percent, out)
+        os.replace(self.values + '.new', self.values)
+
+    def set_load(self, excluded=(), **percent):
+        self.write_values(percent)
+        self.wait_for_values(percent, set(excluded))
+
+    def wait_for_values(self, percent, excluded, timeout=30):
+        """Until Tachyon weighs with these values (collected from
+        Prometheus, stored, read back), ``excluded`` barred by a
+        threshold (explain lists them apart, without a value)."""
+        wanted = {host: float(value) for host, value in percent.items()
+                  if host not in excluded}
+        deadline = time.monotonic() + timeout
+        seen = None
+        while time.monotonic() < deadline:
+            answer = self.tachyon(
+                'GET', '/tachyon/explain/allocation_candidates'
+                '?resources=VCPU:1').json()
+            seen = ({host['name']: host['weighers'][0]['metric']['value']
+                     for host in answer['hosts'] if host['weighers']},
+                    {host['name'] for host in answer['excluded']})
+            if seen == (wanted, excluded):
+                return
+            time.sleep(0.5)
+        self.fail('Tachyon never weighed by %s, %s barred (last seen %s)'
+                  % (wanted, excluded, seen))
+
+    def test_servers_follow_the_coolest_host(self):
+        # Tachyon at 10 outweighs Nova's spreading weighers: each server
+        # goes where the CPUs are coolest now, whatever it already holds.
+        self.flags(weight_multiplier=10.0, group='tachyon')
+        response = self.tachyon('PUT', '/tachyon/metrics/cpu', {
+            'query': 'host_cpu_utilisation', 'label': 'instance',
+            'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''}})
+        self.assertEqual(201, response.status_code, response.text)
+        self.store_weigher('coolest', {'weight': 1, 'scorer': {
+            'type': 'metric', 'metric': 'cpu'}})
+        self.set_load(host1=80, host2=60, host3=20, host4=40)
+        self.assertEqual(['host3'], self.boot(1))
+        self.set_load(host1=10, host2=60, host3=90, host4=40)
+        self.assertEqual(['host1'], self.boot(1))
+        # The coolest already holds a server: it still takes the next.
+        self.set_load(host1=5, host2=60, host3=90, host4=40)
+        self.assertEqual(['host1'], self.boot(1))
+
+    def test_a_hot_host_past_a_hard_threshold_is_never_picked(self):
+        # host2 is the emptiest and Nova's weighers alone would pick it
+        # first; a hard threshold (CPU above 90 %) bars it from the
+        # candidates, with max_placement_results at its default.
+        response = self.tachyon('PUT', '/tachyon/metrics/cpu', {
+            'query': 'host_cpu_utilisation', 'label': 'instance',
+            'rewrite': {'pattern': ':[0-9]+$', 'replacement': ''}})
+        self.assertEqual(201, response.status_code, response.text)
+        self.store_weigher('cpu-cap', {'weight': 0, 'scorer': {
+            'type': 'metric', 'metric': 'cpu',
+            'threshold': {'max': 90}}})
+        for host in ('host1', 'host3', 'host4'):
+            self._create_server(name='on-' + host, host=host,
+                                networks='none')
+        self.set_load(host1=10, host2=95, host3=10, host4=10,
+                      excluded=['host2'])
+        landed = self.boot(3)
+        self.assertNotIn('host2', landed)
