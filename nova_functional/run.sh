@@ -7,6 +7,7 @@
 #
 #   nova_functional/run.sh [--target tachyon|placement] [--workers N] [SUITE...]
 #   nova_functional/run.sh --prepare     # only create and fill the venv
+#   nova_functional/run.sh --bench herd  # nova_functional/bench_herd.py
 #
 # SUITE: a Nova test module or test id under nova.tests.functional (e.g.
 # test_report_client, libvirt.test_reshape, test_servers.ServersTest), or
@@ -40,12 +41,14 @@ die() { log "$*"; exit 1; }
 target=tachyon
 workers=2
 prepare_only=0
+bench=""
 suites=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) target="$2"; shift 2 ;;
         --workers) workers="$2"; shift 2 ;;
         --prepare) prepare_only=1; shift ;;
+        --bench) bench="$2"; shift 2 ;;
         -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) suites+=("$1"); shift ;;
     esac
@@ -90,6 +93,22 @@ $HERE
 import swap_hook; swap_hook.install()
 EOF
 [ "$prepare_only" -eq 0 ] || exit 0
+
+# --- the herd bench (by hand: figures for the bench results page) -------------
+
+if [ -n "$bench" ]; then
+    [ "$bench" = herd ] || die "--bench: herd"
+    export TACHYON_NOVA_SWAP=1 OS_TEST_TIMEOUT=3600 PYTHONDONTWRITEBYTECODE=1
+    results="${NOVA_FUNCTIONAL_RESULTS:-$(mktemp /tmp/tachyon-herd-XXXXXX.jsonl)}"
+    for mode in nova weigher placed_load; do
+        log "herd bench: $mode"
+        (cd "$HERE" && HERD_MODE="$mode" HERD_RESULTS="$results" \
+            "$VENV/bin/python" -m testtools.run bench_herd.HerdBench.test_herd) \
+            || die "herd bench ($mode) failed"
+    done
+    "$VENV/bin/python" "$HERE/bench_herd.py" "$results"
+    exit 0
+fi
 
 # --- the suites ----------------------------------------------------------------
 

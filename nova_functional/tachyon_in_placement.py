@@ -140,6 +140,9 @@ _TEMPDIR = tempfile.gettempdir()
 # {group: {option: value}} a test of Tachyon's own sets before the
 # fixture loads the app (e.g. [telemetry] url).
 OVERRIDES = {}
+# WSGI middlewares (app -> app) a bench puts around the app, e.g. to
+# count Tachyon's answers.
+WRAPPERS = []
 
 
 def loadapp(placement_conf):
@@ -149,7 +152,10 @@ def loadapp(placement_conf):
                            'its database: TachyonGraph was not used')
     Current.conf = tachyon_conf_from(placement_conf, OVERRIDES)
     Current.app = deploy.loadapp(Current.conf, store=Current.store)
-    return Current.app
+    application = Current.app
+    for wrap in WRAPPERS:
+        application = wrap(application)
+    return application
 
 
 def install(placement):

@@ -40,6 +40,8 @@ class _Base(integrated_helpers._IntegratedTestBase):
     ADMIN_API = True
     # Nova's weight_classes: its own weighers, and Tachyon's unless False.
     WITH_TACHYON = True
+    # The compute hosts, started by setUp.
+    HOSTS = HOSTS
 
     def _setup_compute_service(self):
         pass        # the four hosts are started by setUp
@@ -51,10 +53,10 @@ class _Base(integrated_helpers._IntegratedTestBase):
         self.flags(weight_classes=classes, group='filter_scheduler')
         super().setUp()
         self.point_weigher_at(self.placement_fixture.endpoint)
-        for host in HOSTS:
+        for host in self.HOSTS:
             self._start_compute(host)
         self.rp = {host: self._get_provider_uuid_by_host(host)
-                   for host in HOSTS}
+                   for host in self.HOSTS}
 
     def point_weigher_at(self, endpoint):
         """Nova's [placement] keystoneauth options, as a deployment sets
@@ -242,6 +244,8 @@ class TelemetryTest(_Base):
     """Servers land by live telemetry: Debian's Prometheus scraping an
     exporter of per-host CPU utilisation, collected by Tachyon every
     second, a metric weigher coolest first."""
+    # Seconds between Tachyon's collections.
+    REFRESH = 1
 
     def setUp(self):
         workdir = tempfile.mkdtemp(prefix='tachyon-nova-prometheus-')
@@ -256,7 +260,7 @@ class TelemetryTest(_Base):
         self.prometheus = prometheus.Prometheus(workdir, port).start()
         self.addCleanup(self.prometheus.stop)
         tachyon_in_placement.OVERRIDES['telemetry'] = {
-            'url': self.prometheus.url, 'refresh_interval': 1}
+            'url': self.prometheus.url, 'refresh_interval': self.REFRESH}
         self.addCleanup(tachyon_in_placement.OVERRIDES.pop, 'telemetry')
         super().setUp()
         tachyon_in_placement.start_collector()
@@ -270,13 +274,13 @@ class TelemetryTest(_Base):
         self.write_values(percent)
         self.wait_for_values(percent, set(excluded))
 
-    def wait_for_values(self, percent, excluded, timeout=30):
+    def wait_for_values(self, percent, excluded, timeout=None):
         """Until Tachyon weighs with these values (collected from
         Prometheus, stored, read back), ``excluded`` barred by a
         threshold (explain lists them apart, without a value)."""
         wanted = {host: float(value) for host, value in percent.items()
                   if host not in excluded}
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + (timeout or 30 + 2 * self.REFRESH)
         seen = None
         while time.monotonic() < deadline:
             answer = self.tachyon(

@@ -177,8 +177,13 @@ def plan_write(requests, consumers, providers):
                     'keep_type': request.consumer_type is None,
                     'increment': increments[request.uuid]}
                    for request in requests],
-        allocations=[{'consumer': consumer, 'rp': rp, 'rc': rc, 'used': used}
-                     for consumer, rp, rc, used in new_allocations],
+        # ``position``: where the write named it, the order GET
+        # /allocations/{consumer} lists a consumer's allocations in (as
+        # Placement lists its rows, in the order they were inserted).
+        allocations=[{'consumer': consumer, 'rp': rp, 'rc': rc, 'used': used,
+                      'position': position}
+                     for position, (consumer, rp, rc, used)
+                     in enumerate(new_allocations)],
         deltas=sorted(deltas, key=lambda d: (d['rp'], d['rc'])),
         emptied=sorted(emptied, key=lambda gone: gone['uuid']),
         stamped=sorted(guarded | {delta['rp'] for delta in deltas}))

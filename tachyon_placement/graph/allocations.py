@@ -1,8 +1,10 @@
 """Consumers and allocations.
 
 ``(:Consumer {uuid, generation, project_id, user_id, consumer_type})``
-``-[:CONSUMES {resource_class, used, created_at, updated_at}]->``
-``(:ResourceProvider)``; the sum per provider and class is kept on the
+``-[:CONSUMES {resource_class, used, position, created_at, updated_at}]->``
+``(:ResourceProvider)``; ``position`` orders a consumer's allocations as
+Placement lists them, in the order they were written (imported ones: by
+their row id in Placement's database).  The sum per provider and class is kept on the
 inventory edge as ``PROVIDES.used`` so capacity checks never aggregate.
 
 An attempt of an allocation write reads with STATES (which takes the
@@ -24,7 +26,9 @@ MATCH (c:Consumer {uuid: $uuid})-[a:CONSUMES]->(rp:ResourceProvider)
 RETURN c {.uuid, .generation, .project_id, .user_id, .consumer_type} AS c,
        rp.uuid AS rp, rp.generation AS generation,
        a.resource_class AS rc, a.used AS used,
-       coalesce(a.updated_at, a.created_at) AS modified
+       coalesce(a.updated_at, a.created_at) AS modified,
+       coalesce(a.position, -1) AS position
+ORDER BY position, rp, rc
 """)
 
 FOR_PROVIDER = Statement('alloc_for_provider', common="""
@@ -33,8 +37,15 @@ OPTIONAL MATCH (c:Consumer)-[a:CONSUMES]->(rp)
 RETURN rp.generation AS generation, c.uuid AS consumer,
        c.generation AS consumer_generation,
        a.resource_class AS rc, a.used AS used,
-       coalesce(a.updated_at, a.created_at) AS modified
+       coalesce(a.updated_at, a.created_at) AS modified,
+       coalesce(c.stamp, 0) AS stamp, coalesce(a.position, -1) AS position
 """)
+
+CLASS_ORDINALS = Statement('alloc_class_ordinals', common="""
+MATCH (k:ResourceClass) WHERE k.name IN $names
+RETURN k.name AS name, k.ordinal AS ordinal
+""")
+
 
 # What one attempt of an allocation or reshape write reads, in one
 # statement: the consumers, then the providers asked for and those the
@@ -129,6 +140,7 @@ CALL {{
   MATCH (c:Consumer {{uuid: alloc.consumer}})
   MATCH (rp:ResourceProvider {{uuid: alloc.rp}})
   CREATE (c)-[:CONSUMES {{resource_class: alloc.rc, used: alloc.used,
+                          position: alloc.position,
                           created_at: timestamp()}}]->(rp)
 }}
 CALL {{
@@ -373,7 +385,7 @@ class AllocationStore(engine.ResourceStore):
         if not rows:
             return None
         by_consumer = {}
-        for row in rows:
+        for row in self._placement_order(rows):
             if row['consumer'] is None:
                 continue
             entry = by_consumer.setdefault(row['consumer'], {
@@ -384,6 +396,21 @@ class AllocationStore(engine.ResourceStore):
                         if row['modified'] is not None), default=None)
         return rows[0]['generation'], by_consumer, models.from_millis(
             modified)
+
+    def _placement_order(self, rows):
+        """A provider's allocation rows as Placement lists them: its
+        database reads them through the index on (provider, resource
+        class, used), so by class (its id: the ordinal here), amount,
+        then as inserted (the write's graph version, then the position in
+        the write)."""
+        names = sorted({row['rc'] for row in rows if row['rc']})
+        if not names:
+            return rows
+        ordinals = {found['name']: found['ordinal'] for found in
+                    self.engine.read(CLASS_ORDINALS, names=names)}
+        return sorted(rows, key=lambda row: (
+            ordinals.get(row['rc'], -1), row['used'] or 0, row['stamp'],
+            row['position'], row['consumer'] or ''))
 
 
 PROJECT_USAGE = Statement('alloc_project_usage', common="""

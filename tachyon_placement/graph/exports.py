@@ -67,11 +67,16 @@ RETURN c.uuid AS uuid, c.generation AS generation,
        c.updated_at AS updated_at
 """)
 
+# A consumer's rows together, in the order it wrote them: inserted so
+# into a Placement database, they list as they did here.
 ALLOCATIONS = _scan('export_allocations', 'Consumer', 'c', """
 MATCH (c)-[a:CONSUMES]->(rp:ResourceProvider)
 RETURN c.uuid AS consumer_uuid, rp.uuid AS provider_uuid,
        a.resource_class AS resource_class, a.used AS used,
+       a.position AS position,
        a.created_at AS created_at, a.updated_at AS updated_at
+ORDER BY consumer_uuid, coalesce(position, -1), provider_uuid,
+         resource_class
 """)
 
 # The kinds, in the order a Placement database needs them written.

@@ -113,8 +113,8 @@ UNWIND $rows AS row
 MATCH (c:Consumer {uuid: row.consumer_uuid})
 MATCH (rp:ResourceProvider {uuid: row.provider_uuid})
 MERGE (c)-[a:CONSUMES {resource_class: row.resource_class}]->(rp)
-SET a.used = row.used, a.created_at = row.created_at,
-    a.updated_at = row.updated_at
+SET a.used = row.used, a.position = row.position,
+    a.created_at = row.created_at, a.updated_at = row.updated_at
 RETURN count(a) AS written
 """)
 

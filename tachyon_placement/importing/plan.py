@@ -105,6 +105,8 @@ def allocation(row):
             'provider_uuid': row['provider_uuid'],
             'resource_class': row['resource_class'],
             'used': row['used'],
+            # Placement lists a consumer's allocations as inserted: by id.
+            'position': row['id'],
             'created_at': ms(row['created_at']),
             'updated_at': ms(row['updated_at'])}
 
