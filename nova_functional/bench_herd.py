@@ -2,19 +2,21 @@
 over equally loaded hosts, with and without Tachyon's weigher (a metric
 weigher with ``placed_load``).
 
-    nova_functional/run.sh --bench herd [--servers 192] [--clients 16]
+    HERD_SERVERS=80 HERD_CLIENTS=16 nova_functional/run.sh --bench herd
 
 In Nova 34.0.0's functional framework (its API, conductor, scheduler and
 fake virt driver; Tachyon's app in the placement fixture's place): 20
 compute hosts, Debian's Prometheus scraping an exporter that shows every
 host at the same 50 % CPU, Tachyon collecting every 30 s (so the metric
-never moves during a run), and ``--clients`` green threads each booting
-servers one after another through Nova's API until ``--servers`` are
+never moves during a run), and HERD_CLIENTS green threads each booting
+servers one after another through Nova's API until HERD_SERVERS are
 ACTIVE (RPC casts stay casts: the scheduler handles the requests
 concurrently, as a scheduler's workers do).  Three runs, each on fresh
 services: Nova's weighers alone; with Tachyon's weigher (multiplier 10)
 ordering coolest first; and the same with ``placed_load`` (each VCPU
-claimed since the sample counts 100/160 points of CPU).  Printed: the
+claimed since the sample counts 100/160 points of CPU).  The cloud holds
+160 servers of the flavor (8 per fake host): 80 fill half of it, so where
+they land is the scheduler's choice, not the capacity's.  Printed: the
 servers per host (max / mean, stdev), how many boots ended in error, and
 the claims Nova's scheduler lost to another one (409 from PUT
 /allocations: a retry or an alternate host) and the reschedules
@@ -97,7 +99,7 @@ class HerdBench(base.TelemetryTest):
 
     def test_herd(self):
         mode = self.mode
-        servers = int(os.environ.get('HERD_SERVERS', 192))
+        servers = int(os.environ.get('HERD_SERVERS', 80))
         clients = int(os.environ.get('HERD_CLIENTS', 16))
         response = self.tachyon('PUT', '/tachyon/metrics/cpu', {
             'query': 'host_cpu_utilisation', 'label': 'instance',

@@ -7,12 +7,13 @@
 #
 #   nova_functional/run.sh [--target tachyon|placement] [--workers N] [SUITE...]
 #   nova_functional/run.sh --prepare     # only create and fill the venv
-#   nova_functional/run.sh --bench herd  # nova_functional/bench_herd.py
+#   nova_functional/run.sh --bench herd|order  # nova_functional/bench_*.py
 #
 # SUITE: a Nova test module or test id under nova.tests.functional (e.g.
 # test_report_client, libvirt.test_reshape, test_servers.ServersTest), or
 # "weigher" (Tachyon's tests in this directory; weigher.TelemetryTest one
-# class of them); default: the CI subset
+# class of them), or "regressions-placement" (Nova's regression modules
+# that look at Placement); default: the CI subset
 # (see CI_SUITES).  Each suite runs under stestr and its counts are
 # printed; with --target placement the same tests run on Placement's own
 # app (the reference: a test that passes there and fails on Tachyon is a
@@ -97,16 +98,23 @@ EOF
 # --- the herd bench (by hand: figures for the bench results page) -------------
 
 if [ -n "$bench" ]; then
-    [ "$bench" = herd ] || die "--bench: herd"
     export TACHYON_NOVA_SWAP=1 OS_TEST_TIMEOUT=3600 PYTHONDONTWRITEBYTECODE=1
-    results="${NOVA_FUNCTIONAL_RESULTS:-$(mktemp /tmp/tachyon-herd-XXXXXX.jsonl)}"
-    for mode in nova weigher placed_load; do
-        log "herd bench: $mode"
-        (cd "$HERE" && HERD_MODE="$mode" HERD_RESULTS="$results" \
-            "$VENV/bin/python" -m testtools.run bench_herd.HerdBench.test_herd) \
-            || die "herd bench ($mode) failed"
-    done
-    "$VENV/bin/python" "$HERE/bench_herd.py" "$results"
+    results="${NOVA_FUNCTIONAL_RESULTS:-$(mktemp /tmp/tachyon-bench-XXXXXX.jsonl)}"
+    case "$bench" in
+        herd)
+            for mode in nova weigher placed_load; do
+                log "herd bench: $mode"
+                (cd "$HERE" && HERD_MODE="$mode" HERD_RESULTS="$results" \
+                    "$VENV/bin/python" -m testtools.run bench_herd.HerdBench.test_herd) \
+                    || die "herd bench ($mode) failed"
+            done ;;
+        order)
+            (cd "$HERE" && ORDER_RESULTS="$results" \
+                "$VENV/bin/python" -m testtools.run bench_order) \
+                || die "order bench failed" ;;
+        *) die "--bench: herd or order" ;;
+    esac
+    "$VENV/bin/python" "$HERE/bench_$bench.py" "$results"
     exit 0
 fi
 
@@ -134,6 +142,14 @@ for suite in "${suites[@]}"; do
         rest="${suite#weigher}"
         test_path="$HERE"; top_dir="$HERE"
         filter="^test_tachyon_weigher${rest//./\\.}(\\.|$)"
+    elif [ "$suite" = regressions-placement ]; then
+        # Nova's regression tests that look at Placement (allocations,
+        # providers): their modules, one stestr run.
+        test_path="$site/nova/tests/functional"; top_dir="$site"
+        modules="$(cd "$test_path/regressions" && grep -lE \
+            'placement|_get_allocations_by|assertFlavorMatchesAllocation|_get_provider_uuid_by_host' \
+            test_*.py | sed 's/\.py$//' | paste -sd '|')"
+        filter="^nova\.tests\.functional\.regressions\.($modules)\."
     else
         test_path="$site/nova/tests/functional"; top_dir="$site"
         filter="^nova\.tests\.functional\.${suite//./\\.}(\.|$)"

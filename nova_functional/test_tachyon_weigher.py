@@ -18,11 +18,12 @@ import threading
 import time
 
 from keystoneauth1 import loading as ks_loading
+import testtools
 
 import nova.conf
 from nova.tests.functional import integrated_helpers
 
-from tachyon_placement.nova import weigher  # noqa: F401 - registers [tachyon]
+from tachyon_placement.nova import weigher
 from tachyon_placement.tests.functional import prometheus
 
 import tachyon_in_placement
@@ -331,3 +332,34 @@ class TelemetryTest(_Base):
                       excluded=['host2'])
         landed = self.boot(3)
         self.assertNotIn('host2', landed)
+
+
+class WeightsFromTest(testtools.TestCase):
+    """The weigher's reading of Tachyon's answer (weigher.weights_from)."""
+
+    A, B, C = 'a', 'b', 'c'
+
+    def test_scores_in_the_order_of_the_hosts(self):
+        answer = {'hosts': {self.A: {'score': 0.5, 'excluded': None},
+                            self.B: {'score': 2.0, 'excluded': None}}}
+        self.assertEqual([2.0, 0.5],
+                         weigher.weights_from(answer, [self.B, self.A]))
+
+    def test_unknown_or_unanswered_hosts_weigh_zero(self):
+        answer = {'hosts': {self.A: {'score': None, 'excluded': None},
+                            self.B: {'score': 'high'}, self.C: 7}}
+        self.assertEqual([0.0, 0.0, 0.0, 0.0], weigher.weights_from(
+            answer, [self.A, self.B, self.C, 'd']))
+
+    def test_barred_hosts_weigh_less_than_every_other(self):
+        answer = {'hosts': {
+            self.A: {'score': -3.0, 'excluded': None},
+            self.B: {'score': 5.0, 'excluded': {'mode': 'hard'}},
+            self.C: {'score': 1.0, 'excluded': {'mode': 'soft'}}}}
+        self.assertEqual([-3.0, -4.0, -4.0], weigher.weights_from(
+            answer, [self.A, self.B, self.C]))
+
+    def test_an_answer_without_hosts_is_refused(self):
+        for answer in ({}, {'hosts': []}, {'hosts': None}):
+            self.assertRaises(ValueError, weigher.weights_from, answer,
+                              [self.A])

@@ -4,8 +4,9 @@
 ``-[:CONSUMES {resource_class, used, position, created_at, updated_at}]->``
 ``(:ResourceProvider)``; ``position`` orders a consumer's allocations as
 Placement lists them, in the order they were written (imported ones: by
-their row id in Placement's database).  The sum per provider and class is kept on the
-inventory edge as ``PROVIDES.used`` so capacity checks never aggregate.
+their row id in Placement's database).  The sum per provider and class
+is kept on the inventory edge as ``PROVIDES.used`` so capacity checks
+never aggregate.
 
 An attempt of an allocation write reads with STATES (which takes the
 write locks on Neo4j) and writes with the one guarded statement WRITE: it

@@ -20,6 +20,11 @@ def test_the_docs_build_without_warnings(tmp_path):
         assert name in options, name
         for option in listed:
             assert option.dest in options, (name, option.dest)
+    # Tachyon's Nova weigher's options (nova.conf's [tachyon]).
+    from tachyon_placement.nova import options as nova_options
+    weigher = (html / 'configuration' / 'nova-weigher.html').read_text()
+    for option in nova_options.OPTS:
+        assert option.dest in weigher, option.dest
     rules = (html / 'configuration' / 'policy.html').read_text()
     for rule in policies.list_rules():
         assert rule.name in rules, rule.name
