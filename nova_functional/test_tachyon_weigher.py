@@ -8,6 +8,7 @@ Nova's own, and ``[placement]`` keystoneauth options pointing at the
 fixture's endpoint, as a deployment's point at its placement service.
 Four identical hosts; servers booted one after another.
 """
+import collections
 import json
 import os
 import socket
@@ -48,6 +49,17 @@ class _Base(integrated_helpers._IntegratedTestBase):
         pass        # the four hosts are started by setUp
 
     def setUp(self):
+        # Tachyon's answers by (method, path): what Nova asked.
+        self.asked = collections.Counter()
+
+        def counted(app):
+            def application(environ, start_response):
+                self.asked[environ['REQUEST_METHOD'],
+                           environ.get('PATH_INFO', '')] += 1
+                return app(environ, start_response)
+            return application
+        tachyon_in_placement.WRAPPERS.append(counted)
+        self.addCleanup(tachyon_in_placement.WRAPPERS.remove, counted)
         classes = [NOVA_WEIGHERS]
         if self.WITH_TACHYON:
             classes.append(TACHYON_WEIGHER)
@@ -127,6 +139,10 @@ class TachyonDecidesTest(_Base):
         self.store_weigher('pack-ram', PACK_RAM)
         landed = self.boot()
         self.assertEqual(1, len(set(landed)), landed)
+        # One request to Tachyon per weighing: Nova weighed once per
+        # server (each saw the claims before it).
+        self.assertEqual(4, self.asked['POST', '/tachyon/host_weights'])
+        self.assertEqual(4, self.asked['GET', '/allocation_candidates'])
 
     def test_multiplier_combines_as_novas_do(self):
         # At 0.5 Tachyon's pack weighs less than Nova's spread (about 1.1
