@@ -12,12 +12,15 @@ OPTS = [
         help="Multiplier of Tachyon's host weights among Nova's weighers. "
              "Nova normalises each weigher's weights to 0..1 over the "
              "hosts it weighs and adds them up multiplied by their "
-             "multipliers, so 1.0 gives Tachyon's stored weighers as much "
-             "say as Nova's RAM weigher at its default; 0 disables the "
-             "weigher's effect (it still asks), negative values invert "
-             "Tachyon's order. Overridden per host aggregate by its "
-             "metadata key tachyon_weight_multiplier, as Nova's own "
-             "multipliers are."),
+             "multipliers. Nova's RAM, CPU and disk weighers normalise "
+             "free capacity against 0, so a few servers move them little, "
+             "while its I/O operations weigher moves a building host by "
+             "1: at 1.0 Tachyon's weighers break Nova's near-ties, at 10 "
+             "they decide over Nova's defaults (the weighers guide has "
+             "the measurements). 0 disables the weigher's effect (it "
+             "still asks), negative values invert Tachyon's order. "
+             "Overridden per host aggregate by its metadata key "
+             "tachyon_weight_multiplier, as Nova's own multipliers are."),
     cfg.FloatOpt(
         'timeout', default=1.0, min=0.01,
         help="Seconds to wait for Tachyon's answer (to connect, and for "
