@@ -93,7 +93,60 @@ class Statement:
 def all_statements():
     for module in STATEMENT_MODULES:
         importlib.import_module(module)
+    attribute_registration()
     return dict(_REGISTRY)
+
+
+# A property a statement reads or writes: ``n.name`` (``.name`` in a map
+# projection) or a key of a map literal, ``{name: ...}``.  Model property
+# names are snake_case; labels and relationship types are not.
+_PROPERTY = re.compile(r'\.\s*([a-z_][a-z0-9_]*)\b')
+_MAP_KEY = re.compile(r'[{,]\s*([a-z_][a-z0-9_]*)\s*:')
+_ATTRIBUTES_NAME = 'schema_attribute_names'
+
+
+def attribute_names():
+    """Every property name the registered statements name, sorted: what
+    a FalkorDB graph must know before anything writes (see
+    attribute_registration).  A superset of what they write (map keys of
+    results, names only read): an extra name costs nothing."""
+    for module in STATEMENT_MODULES:
+        importlib.import_module(module)
+    names = set()
+    for name, statement in _REGISTRY.items():
+        if name == _ATTRIBUTES_NAME:
+            continue
+        for text in {statement.common, statement.falkordb,
+                     statement.neo4j} - {None}:
+            names.update(_PROPERTY.findall(text))
+            names.update(_MAP_KEY.findall(text))
+    return sorted(names)
+
+
+def attribute_registration():
+    """The statement that makes the graph know every attribute name of
+    attribute_names(), in that order, and leaves nothing behind.
+
+    FalkorDB numbers attribute names per graph in the order its server
+    first meets them, and a replica numbers them in the order it applies
+    the replication stream, where a property's value is a bare number.
+    The primary makes a name while planning a query (a CREATE or MERGE
+    map) or while running it (a SET), so two concurrent writes that each
+    bring a new name can number them in one order on the primary and the
+    other on a replica, which then reads values under the wrong names.
+    Made first, in one write and a fixed order, by every process's db
+    sync before it writes anything else, the names are numbered alike
+    everywhere, and no later write brings a new one (a later release's
+    new names come after the old ones, in the same way).  Neo4j names
+    keys by name; the statement is harmless there."""
+    statement = _REGISTRY.get(_ATTRIBUTES_NAME)
+    if statement is None:
+        statement = Statement(_ATTRIBUTES_NAME, common=(
+            'CREATE (probe:SchemaProbe)\nSET '
+            + ',\n    '.join('probe.`%s` = 0' % name
+                              for name in attribute_names())
+            + '\nDELETE probe\n'))
+    return statement
 
 
 def neo4j_statements():

@@ -149,6 +149,12 @@ REGISTER_RELATIONSHIP_TYPES = Statement(
 
 DELETE_ALL = Statement('delete_all', common='MATCH (n) DETACH DELETE n')
 
+# The property (attribute) names the graph knows; on FalkorDB in the order
+# it numbered them (see cypher.attribute_registration).
+PROPERTY_KEYS = Statement('schema_property_keys', common=(
+    'CALL db.propertyKeys() YIELD propertyKey\n'
+    'RETURN propertyKey AS name\n'))
+
 
 # The graph as nodes and relationships, for the copy Neo4j's Cypher
 # scorers run on (graph/scorer_sandbox.py Copy): Neo4j bounds neither the

@@ -14,6 +14,7 @@ import os_traits
 from tachyon_placement.graph import aggregates
 from tachyon_placement.graph import allocations
 from tachyon_placement.graph import backups
+from tachyon_placement.graph import cypher
 from tachyon_placement.graph import drift
 from tachyon_placement.graph import exports
 from tachyon_placement.graph import feed
@@ -92,6 +93,9 @@ class Store:
         indexes and constraints, the steps that bring an older graph to
         this release's schema, standard classes and traits, then record
         the schema version.  Returns the steps it ran."""
+        # First, before this process writes anything else: every attribute
+        # name, in a fixed order (cypher.attribute_registration).
+        self.engine.write(cypher.attribute_registration())
         restoring = self.backups.unfinished()
         if restoring is not None:
             raise migrations.RestoreUnfinished(restoring)
