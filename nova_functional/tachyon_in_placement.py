@@ -7,8 +7,9 @@ Placement's ``placement.tests.functional.fixtures.placement.
 PlacementFixture``: it makes a Placement database (``placement.tests.
 fixtures.Database``), loads Placement's app (``placement.deploy.loadapp``)
 and intercepts requests to its endpoint (wsgi-intercept).  ``install()``
-swaps those two names, as that module sees them, for a fresh Tachyon
-graph per test and Tachyon's app over it; nothing of Nova is touched, and
+swaps those two for a fresh Tachyon graph per test (the database
+fixture, wherever it is used) and Tachyon's app over it (as the
+fixture's module sees ``deploy``); nothing of Nova is touched, and
 the rest of the fixture (the endpoint, the intercept, Nova's report
 client's requests) is Placement's own.
 
@@ -162,7 +163,10 @@ def install(placement):
     """Swap Placement's database and app for Tachyon's in ``placement``,
     the module of Placement's fixture (swap_hook.py calls it when that
     module is imported)."""
-    placement.db_fixture = _Namespace(Database=TachyonGraph)
+    # The module itself (placement.tests.fixtures): some of Nova's tests
+    # use its Database directly, to keep one database across several
+    # placement fixtures (regressions.test_bug_1679750).
+    placement.db_fixture.Database = TachyonGraph
     placement.deploy = _Namespace(loadapp=loadapp)
     if test_engine.NEO4J_URI:
         # The Neo4j driver imports numpy when it is there, and numpy calls
