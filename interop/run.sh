@@ -85,11 +85,14 @@ if [ -z "${TACHYON_SERVER_PYTHON:-}" ]; then
     export SKIP_GENERATE_AUTHORS=1 SKIP_WRITE_GIT_CHANGELOG=1
     # Same stamp as tools/run-tests.sh, so either one installs for both.
     stamp_file="$SERVER_VENV/.tachyon-deps-stamp"
-    stamp="$(hash_files requirements.txt test-requirements.txt setup.cfg \
+    stamp="$(hash_files requirements.txt test-requirements.txt \
+        doc/requirements.txt api-ref/requirements.txt setup.cfg \
         setup.py pyproject.toml -- "$ROOT" "$("$SERVER_VENV/bin/python" --version 2>&1)")"
     if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
         log "installing Tachyon and its requirements into $SERVER_VENV"
-        "$SERVER_VENV/bin/python" -m pip install -q \
+        # flock: an editable install writes the checkout's egg-info, one
+        # at a time (nova_functional/run.sh --prepare may run beside).
+        flock "$ROOT/setup.cfg" "$SERVER_VENV/bin/python" -m pip install -q \
             -r requirements.txt -r test-requirements.txt -e . \
             || die "pip install (server) failed"
         echo "$stamp" > "$stamp_file"

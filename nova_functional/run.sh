@@ -76,8 +76,14 @@ stamp="$( { cat "$HERE/requirements.txt" "$ROOT/requirements.txt" "$ROOT/setup.c
 if [ "$(cat "$VENV/.stamp" 2>/dev/null)" != "$stamp" ]; then
     log "installing Nova 34.0.0, its test requirements and Tachyon into $VENV"
     "$VENV/bin/pip" install -q -U pip >/dev/null
-    "$VENV/bin/pip" install -q -r "$HERE/requirements.txt" -e "$ROOT" \
+    # The requirements first (minutes of downloads, side by side with
+    # interop/run.sh --prepare in .ci/run), then Tachyon itself: an
+    # editable install writes the checkout's egg-info: one at a time across
+    # the scripts (flock on setup.cfg, as interop/ and tools/run-tests.sh).
+    "$VENV/bin/pip" install -q -r "$HERE/requirements.txt" -r "$ROOT/requirements.txt" \
         >"$VENV/pip.log" 2>&1 || { tail -n 40 "$VENV/pip.log" >&2; die "pip install failed"; }
+    flock "$ROOT/setup.cfg" "$VENV/bin/pip" install -q --no-deps -e "$ROOT" \
+        >>"$VENV/pip.log" 2>&1 || { tail -n 40 "$VENV/pip.log" >&2; die "pip install -e failed"; }
     echo "$stamp" > "$VENV/.stamp"
 fi
 site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"

@@ -3,6 +3,7 @@
 # has only python3 (Debian 12), and a quick one once everything is in place.
 #
 #   tools/run-tests.sh [pytest arguments...]
+#   tools/run-tests.sh --prepare    # install what the suite needs, run nothing
 #
 # It creates .venv in the repository if missing, installs the Python
 # requirements and the project (editable) into it, makes sure Node.js and
@@ -104,7 +105,9 @@ py_stamp="$(hash_files requirements.txt test-requirements.txt \
 if [ "$(cat "$PY_STAMP_FILE" 2>/dev/null)" != "$py_stamp" ]; then
     log "installing Python requirements into $VENV"
     export PIP_DISABLE_PIP_VERSION_CHECK=1
-    "$VENV/bin/python" -m pip install -q \
+    # flock: an editable install writes the checkout's egg-info, one at a
+    # time (.ci/run fills other venvs from this checkout beside).
+    flock "$ROOT/setup.cfg" "$VENV/bin/python" -m pip install -q \
         -r requirements.txt -r test-requirements.txt -e . \
         || die "pip install failed"
     echo "$py_stamp" > "$PY_STAMP_FILE"
@@ -179,6 +182,13 @@ if ! command -v curl >/dev/null 2>&1; then
 fi
 
 # --- pytest, once per engine ------------------------------------------------
+
+# --prepare: everything above, no test (.ci/run installs while it waits on
+# other downloads).
+if [ "${1:-}" = "--prepare" ]; then
+    log "prepared"
+    exit 0
+fi
 
 # Run the whole suite unless a test path was given.
 default_paths=(tachyon_placement/tests)

@@ -30,6 +30,7 @@ primary but a failover may lose it.
 """
 import collections
 import contextlib
+import os
 import random
 import socket
 import threading
@@ -40,7 +41,9 @@ import zlib
 import falkordb
 from falkordb import sentinel as falkordb_sentinel
 from oslo_log import log as logging
+import redis.backoff
 import redis.exceptions
+import redis.retry
 import redis.sentinel
 
 from tachyon_placement.graph import engine
@@ -96,7 +99,132 @@ SENTINEL_PORT = 26379
 # promoted, a primary with too few replicas (min-replicas-to-write), one
 # still loading its data or out of touch with its primary.
 _NOT_NOW = ('READONLY', 'NOREPLICAS', 'LOADING', 'MASTERDOWN')
-_LOST = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+# A server that sends no byte of an answer for HANG_CHECK seconds is sent
+# PING on a socket of its own; one that does not answer that within
+# HANG_PING seconds either is hung (stopped by SIGSTOP, a frozen VM, a
+# network that drops packets): the statement ends Unavailable (503 with
+# Retry-After) within HANG_CHECK + HANG_PING seconds, instead of holding
+# its request for as long as the server stays stopped.  A long statement
+# on a live server goes on: the server answers the PING meanwhile.
+HANG_CHECK = 2.0
+HANG_PING = 1.5
+# Through Sentinel, a thread of each process follows the sentinels'
+# choice of primary (their +switch-master messages, and a question every
+# SWITCH_POLL seconds in case one is missed; never in a request's path):
+# every connection to a server they no longer name is retired, so a
+# demoted or paused-then-resumed old primary serves no read once another
+# one is promoted.  An answer that took more than SLOW_ANSWER seconds (its
+# server may have been paused while the sentinels promoted another one,
+# and answer from its old graph when it resumes) is used only once a
+# sentinel confirms that its server is still the primary.
+SWITCH_POLL = 0.5
+SLOW_ANSWER = 0.5
+
+
+class Hung(redis.exceptions.RedisError):
+    """The server stopped answering, even PING (see HANG_CHECK).  Not a
+    redis ConnectionError: redis-py would send the statement again."""
+
+
+class Demoted(redis.exceptions.RedisError):
+    """An answer from a server that is no longer the primary (or that no
+    sentinel confirms): a write it took may be lost, a read is old."""
+
+
+_LOST = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+         Hung, Demoted)
+# No retry inside redis-py: a write sent again after a lost connection may
+# run twice, and a read is retried (once, after reviving an embedded
+# server) or answered 503 by the engine itself.
+_NO_RETRY = dict(retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0))
+
+
+def answers_ping(address, timeout):
+    """Whether the server at ``address`` (('unix', path) or (host, port))
+    replies to PING within ``timeout`` seconds: any reply (NOAUTH too)
+    shows that its event loop runs."""
+    try:
+        if address[0] == 'unix':
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            sock.connect(address[1])
+        else:
+            sock = socket.create_connection(address, timeout=timeout)
+    except OSError:
+        return False
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(b'PING\r\n')
+        return bool(sock.recv(64))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
+class _WatchedAnswers:
+    """A redis connection whose wait for an answer is watched (HANG_CHECK),
+    and that its pool can retire (``retire_connections``): mixed into the
+    connection classes of every engine connection."""
+
+    _epoch = 0
+
+    def on_connect_check_health(self, *args, **kwargs):
+        self._epoch = getattr(self.connection_pool, 'tachyon_epoch', 0)
+        super().on_connect_check_health(*args, **kwargs)
+
+    def send_packed_command(self, *args, **kwargs):
+        # Closed by the thread that uses it (a connection closed under
+        # another thread's read fails that read in arbitrary ways).
+        if self._sock is not None and self._epoch != getattr(
+                self.connection_pool, 'tachyon_epoch', 0):
+            self.disconnect()
+        return super().send_packed_command(*args, **kwargs)
+
+    def _server_address(self):
+        path = getattr(self, 'path', None)
+        return ('unix', path) if path else (self.host, self.port)
+
+    def read_response(self, *args, **kwargs):
+        # A caller's own timeout (pub/sub polling) is left alone.
+        if 'timeout' in kwargs or self._sock is None:
+            return super().read_response(*args, **kwargs)
+        started = time.monotonic()
+        while not self.can_read(timeout=HANG_CHECK):
+            if not answers_ping(self._server_address(), HANG_PING):
+                self.disconnect()
+                raise Hung('%s: no answer for %.1f s, not even to PING'
+                           % (self._host_error(), HANG_CHECK + HANG_PING))
+        response = super().read_response(*args, **kwargs)
+        pool = getattr(self, 'connection_pool', None)
+        if self._epoch != getattr(pool, 'tachyon_epoch', 0) or (
+                time.monotonic() - started > SLOW_ANSWER and not getattr(
+                    pool, 'tachyon_still_primary', bool)(
+                        self._server_address())):
+            self.disconnect()
+            raise Demoted('%s answered after the sentinels named another '
+                          'primary' % self._host_error())
+        return response
+
+
+class _RetiringPool(redis.ConnectionPool):
+    """A pool whose connections know it, as Sentinel's do (their
+    ``connection_pool``): _WatchedAnswers reads its epoch."""
+
+    def make_connection(self):
+        connection = super().make_connection()
+        connection.connection_pool = self
+        return connection
+
+
+class _WatchedConnection(_WatchedAnswers, redis.connection.Connection):
+    pass
+
+
+class _WatchedUnixConnection(_WatchedAnswers,
+                             redis.connection.UnixDomainSocketConnection):
+    pass
 
 Sentinels = collections.namedtuple(
     'Sentinels', 'addresses service password')
@@ -105,7 +233,8 @@ Sentinels.__doc__ = """Where the sentinels of a FalkorDB primary are:
 monitor), ``password`` (the sentinels' own, or None)."""
 
 
-class _PrimaryConnection(falkordb_sentinel.FalkorDBSentinelManagedConnection):
+class _PrimaryConnection(_WatchedAnswers,
+                         falkordb_sentinel.FalkorDBSentinelManagedConnection):
     """A connection to the primary the sentinels name, which tells the
     engine that it made a new one (it may reach a new primary)."""
 
@@ -127,6 +256,119 @@ class _PrimaryConnection(falkordb_sentinel.FalkorDBSentinelManagedConnection):
         connected = getattr(self.connection_pool, 'tachyon_connected', None)
         if connected is not None:
             connected()
+
+
+@contextlib.contextmanager
+def _made_meanwhile():
+    """An index or constraint that another process (a second API worker
+    syncing the same fresh graph) made between the listing and the
+    creation is there, which is all that is asked."""
+    try:
+        yield
+    except redis.exceptions.ResponseError as exc:
+        if not any(words in str(exc) for words in _MADE_MEANWHILE):
+            raise
+
+
+_MADE_MEANWHILE = ('already indexed', 'already exists')
+
+
+class _Sentinels(redis.sentinel.Sentinel):
+    """Sentinels asked all at once: a sentinel that has not yet heard of a
+    failover names the old primary (and, once it is back from a pause,
+    sees it up), so the primary is the one named by the sentinel with the
+    latest configuration epoch (each failover moves it), not by the first
+    to answer.  Every sentinel is asked for each new connection and each
+    watch question, never for a request that reuses a connection."""
+
+    def discover_master(self, service_name):
+        latest = None
+        errors = []
+        for sentinel in self.sentinels:
+            try:
+                state = sentinel.sentinel_master(service_name)
+            except (redis.exceptions.ConnectionError,
+                    redis.exceptions.TimeoutError,
+                    redis.exceptions.ResponseError) as exc:
+                errors.append(repr(exc))
+                continue
+            if not self.check_master_state(state, service_name):
+                continue
+            if latest is None or state['config-epoch'] > latest[0]:
+                latest = (state['config-epoch'], state['ip'], state['port'])
+        if latest is None:
+            raise redis.sentinel.MasterNotFoundError(
+                'No primary found for %r%s' % (
+                    service_name, ': ' + ', '.join(errors) if errors else ''))
+        return latest[1], latest[2]
+
+
+class _SwitchWatch:
+    """Follows the sentinels' choice of primary from a thread of this
+    process (SWITCH_POLL): ``switched(address)`` when they name another
+    server.  Started by the first statement in each process (a thread does
+    not survive a fork: a pre-forking server's workers start their own)."""
+
+    def __init__(self, sentinel, service, switched):
+        self._sentinel = sentinel
+        self._service = service
+        self._switched = switched
+        self._pid = None
+        self._stopped = threading.Event()
+        self._woken = threading.Event()
+        self._guard = threading.Lock()
+
+    def follow(self):
+        if self._pid == os.getpid() or self._stopped.is_set():
+            return
+        with self._guard:
+            if self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+            threading.Thread(target=self._watch, daemon=True,
+                             name='tachyon-sentinel-watch').start()
+
+    def _listen(self, sentinel):
+        """Wake the watch at each +switch-master message of ``sentinel``
+        (one thread per sentinel: the one that led a failover announces it
+        first, the others only once they hear of it)."""
+        while not self._stopped.is_set():
+            subscription = sentinel.pubsub(ignore_subscribe_messages=True)
+            try:
+                subscription.subscribe('+switch-master')
+                while not self._stopped.is_set():
+                    if subscription.get_message(timeout=SWITCH_POLL):
+                        self._woken.set()
+            except redis.exceptions.RedisError:
+                self._stopped.wait(SWITCH_POLL)   # that sentinel is down
+            finally:
+                subscription.close()
+
+    def _watch(self):
+        for sentinel in list(self._sentinel.sentinels):
+            threading.Thread(target=self._listen, args=(sentinel,),
+                             daemon=True,
+                             name='tachyon-sentinel-listen').start()
+        known = None
+        while not self._stopped.is_set():
+            # Woken by a message, or after SWITCH_POLL seconds: either way
+            # the sentinels are asked (a message only says "ask now").
+            self._woken.wait(SWITCH_POLL)
+            self._woken.clear()
+            try:
+                address = tuple(self._sentinel.discover_master(self._service))
+            except redis.exceptions.RedisError:
+                continue   # no sentinel knows now: nothing to follow
+            if known is not None and address != known:
+                try:
+                    self._switched(address)
+                except Exception:  # noqa: BLE001 - the watch must go on
+                    LOG.exception('Following the sentinels failed')
+            known = address
+
+    def stop(self):
+        self._stopped.set()
+        self._woken.set()
 
 
 class _SentinelClient(falkordb.FalkorDB):
@@ -196,29 +438,41 @@ class FalkorDBEngine(engine.Engine):
         self._primary_unseen = False
         self._primary_lock = threading.Lock()
         if sentinels is not None:
-            self._sentinel = redis.sentinel.Sentinel(
+            self._sentinel = _Sentinels(
                 sentinels.addresses, sentinel_kwargs={
                     'password': sentinels.password,
                     'socket_timeout': CONNECT_TIMEOUT,
                     'socket_connect_timeout': CONNECT_TIMEOUT},
                 password=password, decode_responses=True,
                 socket_connect_timeout=CONNECT_TIMEOUT,
-                socket_timeout=ANSWER_TIMEOUT, socket_keepalive=True)
+                socket_timeout=ANSWER_TIMEOUT, socket_keepalive=True,
+                **_NO_RETRY)
             self._service = sentinels.service
             client = self._sentinel.master_for(
                 sentinels.service,
                 redis_class=falkordb_sentinel.FalkorDBSentinelRedis,
                 connection_class=_PrimaryConnection)
-            client.connection_pool.tachyon_connected = self._connected
+            # What its connections know as their connection_pool.
+            self._pool_face = client.connection_pool.proxy
+            self._pool_face.tachyon_connected = self._connected
+            self._pool_face.tachyon_still_primary = self._still_primary
             self._db = _SentinelClient(client)
             self._primary_unseen = True
+            self._switch_watch = _SwitchWatch(
+                self._sentinel, sentinels.service, self._primary_switched)
         elif unix_socket_path:
-            self._db = falkordb.FalkorDB(unix_socket_path=unix_socket_path,
-                                         password=password)
+            self._db = falkordb.FalkorDB(connection_pool=_RetiringPool(
+                connection_class=_WatchedUnixConnection,
+                path=unix_socket_path, password=password,
+                decode_responses=True, **_NO_RETRY))
         else:
-            self._db = falkordb.FalkorDB(host=host or 'localhost',
-                                         port=port or 6379,
-                                         password=password)
+            self._db = falkordb.FalkorDB(connection_pool=_RetiringPool(
+                connection_class=_WatchedConnection,
+                host=host or 'localhost', port=port or 6379,
+                password=password, socket_connect_timeout=CONNECT_TIMEOUT,
+                socket_keepalive=True, decode_responses=True, **_NO_RETRY))
+        if sentinels is None:
+            self._pool_face = self._db.connection.connection_pool
         self._replica_acks = replica_acks
         self._ack_timeout_ms = max(1, int(replica_ack_timeout * 1000))
         self._graph = self._db.select_graph(graph_name)
@@ -247,6 +501,30 @@ class FalkorDBEngine(engine.Engine):
     @property
     def graph_name(self):
         return self._graph.name
+
+    def _drop_connections(self):
+        """Retire every pooled connection: each is closed before its next
+        command and made anew (through Sentinel: to the primary the
+        sentinels name now).  One in the middle of a statement finishes
+        it: a server that stopped answering ends it within HANG_CHECK +
+        HANG_PING seconds, less than the sentinels' down-after."""
+        face = self._pool_face
+        face.tachyon_epoch = getattr(face, 'tachyon_epoch', 0) + 1
+
+    def _still_primary(self, address):
+        """Whether a sentinel names the server at ``address`` the primary
+        now (False when none answers)."""
+        try:
+            return tuple(self._sentinel.discover_master(
+                self._service)) == tuple(address)
+        except redis.exceptions.RedisError:
+            return False
+
+    def _primary_switched(self, address):
+        LOG.warning('The sentinels name %s:%s the graph primary now: '
+                    'connections to the previous one are closed', *address)
+        self._primary_unseen = True
+        self._drop_connections()
 
     def _connected(self):
         """A new connection to the primary the sentinels named: which one
@@ -280,6 +558,7 @@ class FalkorDBEngine(engine.Engine):
 
     def _run(self, statement, params, read_only):
         if self._sentinel is not None:
+            self._switch_watch.follow()
             try:
                 if self._primary_unseen:
                     self._see_primary()
@@ -288,11 +567,19 @@ class FalkorDBEngine(engine.Engine):
                 # A failover under way: the sentinels name the new primary
                 # to the next connection, checked before it is used.
                 self._primary_unseen = True
+                if isinstance(exc, (Hung, Demoted)):
+                    self._drop_connections()
                 raise engine.Unavailable(
                     '%s: the graph primary is unreachable (%s)'
                     % (statement.name, exc)) from exc
         try:
             return self._run_once(statement, params, read_only)
+        except Hung as exc:
+            # Stopped, not dead: nothing to revive, and the pool's other
+            # connections wait on the same server.
+            self._drop_connections()
+            raise engine.Unavailable('%s: %s' % (statement.name, exc)) \
+                from exc
         except _LOST as exc:
             if not self._revive:
                 raise engine.Unavailable('%s: %s' % (statement.name, exc)) \
@@ -522,12 +809,15 @@ class FalkorDBEngine(engine.Engine):
                     self._graph.drop_node_range_index(label, prop)
             for label, prop, _unique in schema.KEYS:
                 if (label, prop) not in indexed:
-                    self._graph.create_node_range_index(label, prop)
+                    with _made_meanwhile():
+                        self._graph.create_node_range_index(label, prop)
             self.write(schema.BACKFILL_NAME_KEYS,
                        open=schema.NAME_KEY_OPEN, close=schema.NAME_KEY_CLOSE)
             for label, prop, is_unique in schema.KEYS:
                 if is_unique and (label, (prop,)) not in unique:
-                    self._graph.create_node_unique_constraint(label, prop)
+                    with _made_meanwhile():
+                        self._graph.create_node_unique_constraint(label,
+                                                                  prop)
         except redis.exceptions.ResponseError as exc:
             raise engine.GraphError(str(exc)) from exc
 
@@ -548,6 +838,8 @@ class FalkorDBEngine(engine.Engine):
             self._closed = True
         if self._scorer_replica is not None:
             self._scorer_replica.close()
+        if self._sentinel is not None:
+            self._switch_watch.stop()
         try:
             self._db.connection.close()
         except Exception:  # noqa: BLE001 - closing is best effort

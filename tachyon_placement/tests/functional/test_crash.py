@@ -7,6 +7,7 @@ every write is either wholly applied or not at all (each claim spans two
 providers), and usages equal the sum of allocations.
 """
 import json
+import os
 import signal
 import threading
 import time
@@ -14,6 +15,10 @@ import urllib.error
 import urllib.request
 import uuid as uuidlib
 
+import pytest
+
+from tachyon_placement.graph import falkordb_engine
+from tachyon_placement.tests.functional.fixtures import engine as engines
 from tachyon_placement.tests.functional import served
 
 WRITERS = 6
@@ -152,5 +157,60 @@ def test_a_lost_engine_is_503_in_placements_shape_never_500(tmp_path):
                 break
             time.sleep(0.5)
         assert status == 200, body
+    finally:
+        api.stop()
+
+
+def _engine_errors(api):
+    status, _, text = served.scrape_metrics(api.url)
+    assert status == 200, text
+    return sum(float(line.rsplit(' ', 1)[1]) for line in text.splitlines()
+               if line.startswith('tachyon_engine_errors_total{'))
+
+
+def test_a_stopped_engine_is_503_within_seconds(tmp_path):
+    """SIGSTOP of the embedded server (a frozen process or VM: its socket
+    still accepts, nothing answers): reads and writes answer 503
+    tachyon.graph.unavailable with Retry-After within the documented
+    bound (HANG_CHECK + HANG_PING, 3.5 s, plus the request's own work),
+    each counted as an engine error, and the service answers again as
+    soon as the server runs again."""
+    if engines.NEO4J_URI:
+        pytest.skip('FalkorDB only: the Neo4j driver has no read timeout '
+                    'to watch a stopped JVM with (doc/source/admin/ha.rst)')
+    api = served.ServedPlacement(
+        tmp_path, extra_conf='\n[metrics]\nenabled = true\n').start()
+    try:
+        status, body = api.request('POST', '/resource_providers',
+                                   {'name': 'before'})
+        assert status == 200, body
+        before = body['uuid']
+        errors_before = _engine_errors(api)
+        pid = api.engine_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            bound = (falkordb_engine.HANG_CHECK + falkordb_engine.HANG_PING
+                     + 3.0)
+            for method, path, body in (
+                    ('GET', '/resource_providers/%s' % before, None),
+                    ('POST', '/resource_providers', {'name': 'during'}),
+                    ('GET', '/resource_providers', None)):
+                started = time.monotonic()
+                status, headers, answer = _raw(api, method, path, body)
+                took = time.monotonic() - started
+                assert status == 503, (method, path, answer)
+                assert took < bound, (method, path, took)
+                assert headers['Retry-After'] == '2'
+                [error] = answer['errors']
+                assert error['code'] == 'tachyon.graph.unavailable'
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert _engine_errors(api) >= errors_before + 3
+        status, body = api.request('POST', '/resource_providers',
+                                   {'name': 'after'})
+        assert status == 200, body
+        status, body = api.request('GET', '/resource_providers')
+        assert sorted(rp['name'] for rp in body['resource_providers']) == [
+            'after', 'before']
     finally:
         api.stop()

@@ -12,6 +12,7 @@ replica, must hold the same graph (``tachyon-manage db compare``).
 """
 import collections
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -116,6 +117,13 @@ def _storm(apis, ledger, race, inventory_rps, stop, seed):
             sent = time.monotonic()
             status, body = _call(api, 'DELETE', '/allocations/%s' % consumer)
             ledger.deletes[consumer] = ledger.outcome(status, body, sent)
+            if ledger.deletes[consumer] == 'acked':
+                # Read your writes on the other API process (a paused old
+                # primary that resumed must not answer it).
+                seen_status, seen = _call(other, 'GET',
+                                          '/allocations/%s' % consumer)
+                if seen_status == 200 and seen['allocations']:
+                    ledger.stale_reads.append((consumer, seen))
         elif kind < 0.8:
             provider = str(uuid.uuid4())
             sent = time.monotonic()
@@ -172,7 +180,15 @@ def _manage(config, *arguments):
         capture_output=True, text=True, timeout=300)
 
 
-def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path):
+@pytest.mark.parametrize('fault', ['killed', 'paused'])
+def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path,
+                                                              fault):
+    """``killed``: SIGKILL; ``paused``: SIGSTOP past the sentinels'
+    down-after, SIGCONT once another server is promoted (a frozen VM that
+    thaws): the old primary then holds an old graph and still says it is
+    the primary until the sentinels demote it; no API process may read
+    from it (every acknowledged DELETE reads back deleted on the other
+    API process)."""
     cluster = sentinel_cluster.Cluster(tmp_path / 'cluster').start()
     apis = []
     try:
@@ -227,8 +243,13 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path):
         time.sleep(STORM_BEFORE_KILL)
         old = cluster.primary()
         ledger.killed_at = time.monotonic()
-        old.kill()
+        if fault == 'killed':
+            old.kill()
+        else:
+            old.process.send_signal(signal.SIGSTOP)
         new, promoted_after = cluster.wait_new_primary(old)
+        if fault == 'paused':
+            old.process.send_signal(signal.SIGCONT)
         deadline = time.monotonic() + 60
         while ledger.first_write_after_kill is None and \
                 time.monotonic() < deadline:
@@ -239,9 +260,9 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path):
             writer.join(60)
         assert ledger.first_write_after_kill is not None, ledger.statuses
         back_after = ledger.first_write_after_kill - ledger.killed_at
-        print('failover: primary %d killed, %d promoted after %.1f s, first '
+        print('failover: primary %d %s, %d promoted after %.1f s, first '
               'acknowledged write after %.1f s; answers %s' % (
-                  old.port, new.port, promoted_after, back_after,
+                  old.port, fault, new.port, promoted_after, back_after,
                   dict(ledger.statuses)))
         assert not ledger.bad, [error for _status, body in ledger.bad[:3]
                                 for error in body['errors']]
@@ -307,7 +328,8 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path):
         # The killed primary comes back as a replica; then a replica is
         # killed, misses writes, comes back: each resyncs and holds the
         # same graph as the new primary.
-        cluster.restart(old)
+        if fault == 'killed':
+            cluster.restart(old)
         cluster.wait_replicas(len(cluster.servers) - 1)
         replica = [server for server in cluster.servers
                    if server is not new and server is not old][0]
