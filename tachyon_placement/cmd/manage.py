@@ -200,12 +200,21 @@ def db_verify(conf):
     for row in report.orphans:
         print('consumer %(consumer)s holds %(used)s %(resource_class)s of '
               'provider %(provider)s, which has no such inventory' % row)
+    for consumer, problems in report.consumers:
+        print('consumer %s: %s' % (consumer, '; '.join(problems)))
+    for resource_class, allocations in sorted(report.classes.items(),
+                                              key=str):
+        print('%d allocations of resource class %r, which does not exist'
+              % (allocations, resource_class))
     broken = [row for row in report.usage if row['used'] != row['allocated']]
-    if broken or report.orphans:
-        print('The graph is inconsistent: %d usages, %d allocations.'
-              % (len(broken), len(report.orphans)))
+    if broken or report.orphans or report.consumers or report.classes:
+        print('The graph is inconsistent: %d usages, %d allocations, %d '
+              'consumers, %d unknown resource classes.'
+              % (len(broken), len(report.orphans), len(report.consumers),
+                 len(report.classes)))
         return 4
-    print('Usage equals the allocations on every inventory.')
+    print('Usage equals the allocations on every inventory; every consumer '
+          'and allocation names what the API would take.')
     return 0
 
 

@@ -192,6 +192,42 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.SUCCESS, '%d replicas online; a write is answered '
                       'once %d hold it.' % (online, acks))
 
+    def _check_replica_attributes(self):
+        try:
+            graph_engine = self._graph().engine
+        except Exception as exc:  # noqa: BLE001
+            return Result(Code.FAILURE, 'The graph engine cannot be reached: '
+                          '%s' % exc)
+        if graph_engine.dialect != 'falkordb':
+            return Result(Code.SUCCESS, 'Neo4j: replicas copy transactions, '
+                          'not attribute numbers.')
+        try:
+            tables = graph_engine.replica_attribute_tables()
+        except engine.GraphError as exc:
+            return Result(Code.FAILURE, 'Cannot read the graph server\'s '
+                          'replication: %s' % exc)
+        (_, primary), replicas = tables[0], tables[1:]
+        if not replicas:
+            return Result(Code.SUCCESS, 'No replica.')
+        unread = ['%s (%s)' % (server, names) for server, names in replicas
+                  if isinstance(names, Exception)]
+        differ = ['%s (%s)' % (server, _first_difference(primary, names))
+                  for server, names in replicas
+                  if not isinstance(names, Exception) and names != primary]
+        if differ:
+            return Result(Code.FAILURE, 'Replicas whose attribute names are '
+                          'not the primary\'s, in order: %s. Their values '
+                          'are stored under the wrong names: stop each, '
+                          'delete its data and start it again as a replica '
+                          '(a full copy), then run tachyon-manage db verify '
+                          '(doc/source/admin/ha.rst).' % '; '.join(differ))
+        if unread:
+            return Result(Code.WARNING, 'Replicas that could not be read: '
+                          '%s.' % '; '.join(unread))
+        return Result(Code.SUCCESS, '%d replicas name the %d attributes as '
+                      'the primary does, in order.'
+                      % (len(replicas), len(primary)))
+
     def _check_numa_room(self):
         try:
             rules = self._graph().pci_affinity.list()
@@ -241,6 +277,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Policy File JSON to YAML Migration', _check_policy_json),
         ('Telemetry', _check_telemetry),
         ('Graph replication', _check_replication),
+        ('Replicas\' attribute names', _check_replica_attributes),
         ('NUMA room of PCI-NUMA affinity', _check_numa_room),
         ('What-if sessions', _check_whatif),
     )
@@ -251,6 +288,16 @@ def _never_synced(exc):
     no graph yet: FalkorDB has no such key, Neo4j answers no row."""
     return isinstance(exc, IndexError) or (
         isinstance(exc, engine.GraphError) and 'empty key' in str(exc))
+
+
+def _first_difference(primary, replica):
+    """Where two attribute tables part, in words."""
+    for number, (ours, theirs) in enumerate(zip(primary, replica)):
+        if ours != theirs:
+            return 'attribute %d is %r there, %r on the primary' % (
+                number, theirs, ours)
+    return '%d attributes there, %d on the primary' % (len(replica),
+                                                       len(primary))
 
 
 def _few(names, shown=10):

@@ -716,6 +716,37 @@ class FalkorDBEngine(engine.Engine):
                    if key.startswith('slave') and isinstance(value, dict)
                    and value.get('state') == 'online')
 
+    def replica_attribute_tables(self):
+        """[(server, its attribute names in their order, or the error
+        reading them)] for the primary, then each replica it lists
+        (``INFO replication``): replicas store values by attribute number,
+        so a replica whose table differs from the primary's holds values
+        under the wrong names (doc/source/admin/ha.rst)."""
+        try:
+            info = self._db.connection.info('replication')
+            primary = [row['name'] for row in self.read(schema.PROPERTY_KEYS)]
+        except (redis.exceptions.RedisError, engine.GraphError) as exc:
+            raise engine.Unavailable('replication: %s' % exc) from exc
+        tables = [('primary', primary)]
+        for key, value in sorted(info.items()):
+            if not (key.startswith('slave') and isinstance(value, dict)):
+                continue
+            server = '%s:%s' % (value.get('ip'), value.get('port'))
+            replica = falkordb.FalkorDB(
+                host=value.get('ip'), port=value.get('port'),
+                password=self._password, socket_timeout=CONNECT_TIMEOUT,
+                socket_connect_timeout=CONNECT_TIMEOUT, **_NO_RETRY)
+            try:
+                result = replica.select_graph(self._graph.name).ro_query(
+                    schema.PROPERTY_KEYS.text(self.dialect))
+                tables.append((server, [row[0] for row in
+                                        result.result_set]))
+            except redis.exceptions.RedisError as exc:
+                tables.append((server, exc))
+            finally:
+                replica.close()
+        return tables
+
     def connect_raw(self):
         """A new socket to this server (through Sentinel: the primary
         now), authenticated when it needs it (the scorer replica's relay,

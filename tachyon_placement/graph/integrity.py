@@ -6,8 +6,15 @@ read instead of adding allocations up) must equal the sum of the
 allocations against it; no allocation may be of a class its provider has
 no inventory of; and usage above capacity is reported (Placement lets an
 inventory shrink below its usage, so that is a warning, not corruption).
+
+Values stored under the wrong names (a FalkorDB replica whose attribute
+table is not its primary's, promoted: doc/source/admin/ha.rst) are also
+looked for where they did harm: every consumer's project and user are
+names as the API takes them and its type a consumer type (or none), and
+every allocation is of a resource class that exists.
 """
 import collections
+import re
 
 from tachyon_placement.graph import engine
 from tachyon_placement.graph.cypher import Statement
@@ -49,12 +56,55 @@ RETURN providers, provider_generations, consumers, consumer_generations,
        allocations, allocated, count(inv) AS inventories
 """)
 
-Report = collections.namedtuple('Report', 'counts usage orphans')
+CONSUMERS = Statement('integrity_consumers', common="""
+MATCH (c:Consumer)
+RETURN c.uuid AS consumer, c.project_id AS project_id,
+       c.user_id AS user_id, c.consumer_type AS consumer_type
+ORDER BY consumer
+""")
+
+ALLOCATION_CLASSES = Statement('integrity_allocation_classes', common="""
+MATCH (:Consumer)-[held:CONSUMES]->(:ResourceProvider)
+RETURN held.resource_class AS resource_class, count(held) AS allocations
+""")
+
+CLASS_NAMES = Statement('integrity_class_names', common="""
+MATCH (rc:ResourceClass)
+RETURN rc.name AS name
+""")
+
+# As the API takes them (schemas/common.py: external ids are 1-255
+# characters; a consumer type is a resource class-like name, or none for
+# consumers written before microversion 1.38).
+_EXTERNAL_ID_LENGTH = 255
+_CONSUMER_TYPE = re.compile(r'^[A-Z0-9_]{1,255}$')
+
+
+def consumer_problems(row):
+    """What is wrong with a consumer row of CONSUMERS, in words (empty
+    when nothing)."""
+    problems = []
+    for field in ('project_id', 'user_id'):
+        value = row[field]
+        if not isinstance(value, str) or not (
+                0 < len(value) <= _EXTERNAL_ID_LENGTH):
+            problems.append('%s %r is no project or user id'
+                            % (field, value))
+    kind = row['consumer_type']
+    if kind is not None and not (isinstance(kind, str)
+                                 and _CONSUMER_TYPE.match(kind)):
+        problems.append('consumer_type %r is no consumer type' % (kind,))
+    return problems
+
+
+Report = collections.namedtuple(
+    'Report', 'counts usage orphans consumers classes')
 Report.__doc__ = """``counts``: {name: number} (providers, consumers,
 allocations, inventories, the sums of generations and of allocated
 amounts); ``usage``: rows where the kept usage differs from the
 allocations or passes capacity; ``orphans``: allocations of a class their
-provider has no inventory of."""
+provider has no inventory of; ``consumers``: [(consumer, [problems])];
+``classes``: {resource class no ResourceClass names: allocations}."""
 
 
 class IntegrityStore(engine.ResourceStore):
@@ -63,6 +113,14 @@ class IntegrityStore(engine.ResourceStore):
     def report(self):
         counts = self.engine.read(COUNTS)[0]
         # Sums come back as floats from FalkorDB: amounts are whole.
+        consumers = [(row['consumer'], consumer_problems(row))
+                     for row in self.engine.read(CONSUMERS)]
+        known = {row['name'] for row in self.engine.read(CLASS_NAMES)}
         return Report({name: int(value or 0)
                        for name, value in counts.items()},
-                      self.engine.read(USAGE), self.engine.read(ORPHANS))
+                      self.engine.read(USAGE), self.engine.read(ORPHANS),
+                      [(consumer, problems)
+                       for consumer, problems in consumers if problems],
+                      {row['resource_class']: row['allocations']
+                       for row in self.engine.read(ALLOCATION_CLASSES)
+                       if row['resource_class'] not in known})

@@ -171,3 +171,51 @@ def test_affinity_rules_without_live_numa_room_are_a_warning(api, tmp_path):
                              '[telemetry]\nnuma_free_memory_metric = nope\n')
     assert code == 2, text
     assert 'numa_free_memory_metric = nope is no stored metric' in text, text
+
+
+MISNAME = Statement('test_misname_a_consumer', common="""
+MATCH (c:Consumer {uuid: $uuid})-[held:CONSUMES]->(:ResourceProvider)
+SET c.consumer_type = c.user_id, c.user_id = held.resource_class,
+    held.resource_class = $kind
+""")
+
+
+def test_db_verify_finds_values_under_wrong_names(api, tmp_path):
+    """What a replica that named values otherwise would serve once
+    promoted (ha.rst): a consumer whose type holds its user id and whose
+    user id holds a resource class, an allocation of a class that does
+    not exist; the sums still agree, db verify says what is wrong (exit
+    4); a graph without it passes."""
+    status, provider = api.request('POST', '/resource_providers',
+                                   {'name': 'misnamed'})
+    assert status == 200, provider
+    status, _ = api.request(
+        'PUT', '/resource_providers/%s/inventories' % provider['uuid'], {
+            'resource_provider_generation': 0,
+            'inventories': {'VCPU': {'total': 8}}})
+    assert status == 200
+    consumers = []
+    for number in range(2):
+        consumer = '%08d-0000-4000-8000-000000000000' % number
+        status, body = api.request('PUT', '/allocations/%s' % consumer, {
+            'allocations': {provider['uuid']: {'resources': {'VCPU': 1}}},
+            'project_id': 'project-one', 'user_id': 'user-one',
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+        assert status == 204, body
+        consumers.append(consumer)
+    verified = _manage(api.config, 'db', 'verify')
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+    conf = tachyon_conf.new_conf(['--config-file', api.config])
+    store = deploy.open_store(conf, sync=False)
+    try:
+        store.engine.write(MISNAME, uuid=consumers[1], kind='INSTANCE')
+    finally:
+        store.close()
+    verified = _manage(api.config, 'db', 'verify')
+    assert verified.returncode == 4, verified.stdout + verified.stderr
+    out = verified.stdout
+    assert ("consumer %s: consumer_type 'user-one' is no consumer type"
+            % consumers[1]) in out, out
+    assert "resource class 'INSTANCE', which does not exist" in out, out
+    assert consumers[0] not in out, out
