@@ -514,6 +514,12 @@ def cut(changes, limit, head):
     return changes[:end], last
 
 
+# The scopes of changes read from a copy of the graph (from_world): what
+# the object was at the reader's cursor is not known.
+_UNKNOWN_PROVIDER = Scope(PROVIDER_ASPECTS, None, None, None, None)
+_UNKNOWN_CONSUMER = Scope(CONSUMER_ASPECTS, None, None, None, None)
+
+
 def from_world(world, cursor, tombstones, hosts, gone_hosts,
                consumers=None, drift=()):
     """Every change after ``cursor`` from a copy of the graph (records
@@ -527,8 +533,13 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts,
     # ChangeLog.extend): the answer resumes there and the rest comes after.
     last = world.complete
     named = topology_hosts(world)
-    changes = [Change(record.stamp, PROVIDER, uuid, record,
-                      provider_scope(record, None, world.records, named))
+    # What an object was at ``cursor`` is not kept (only its state now and
+    # the stamp of its last change): a provider that left an aggregate or
+    # a host, a consumer that moved, may have passed the filter then.  So
+    # each object changed after the cursor passes every filter of roots,
+    # hosts, aggregates and classes, and every kind of its type: the
+    # subscriber's mirror drops what no longer passes (its state says).
+    changes = [Change(record.stamp, PROVIDER, uuid, record, _UNKNOWN_PROVIDER)
                for uuid, record in world.records.items()
                if cursor < record.stamp <= last]
     alive = set(world.records)
@@ -544,10 +555,13 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts,
         if stamp > latest.get(name, (-1, None))[0]:
             latest[name] = (stamp, None)
     changes.extend(Change(stamp, HOST, name, state,
-                          host_scope(name, world.layout_roots.get(name)))
+                          Scope(HOST_ASPECTS, None, frozenset((name,)),
+                                _EMPTY, _EMPTY))
                    for name, (stamp, state) in latest.items()
                    if stamp <= last)
-    changes.extend(consumer_changes(consumers or {}, world.records, named))
+    changes.extend(Change(stamp, CONSUMER, uuid, state, _UNKNOWN_CONSUMER)
+                   for uuid, (stamp, state, _providers)
+                   in (consumers or {}).items())
     changes.extend(drift_changes(drift, world.records, named))
     changes.sort(key=lambda change: change.cursor)
     return changes

@@ -281,7 +281,27 @@ class _Sentinels(redis.sentinel.Sentinel):
     to answer.  Every sentinel is asked for each new connection and each
     watch question, never for a request that reuses a connection."""
 
+    def usable(self, service_name):
+        """The primary's address in the latest configuration, or None
+        while it is down or being failed over (a server being replaced
+        must not be used, even when it answers again: a paused primary
+        that resumes mid-failover takes writes that its replacement will
+        not have)."""
+        latest = self._latest(service_name)
+        if not self.check_master_state(latest, service_name) or (
+                'failover_in_progress' in latest['flags']):
+            return None
+        return latest['ip'], latest['port']
+
     def discover_master(self, service_name):
+        address = self.usable(service_name)
+        if address is None:
+            raise redis.sentinel.MasterNotFoundError(
+                'No primary up for %r (down, or being failed over)'
+                % service_name)
+        return address
+
+    def _latest(self, service_name):
         latest = None
         errors = []
         for sentinel in self.sentinels:
@@ -292,15 +312,17 @@ class _Sentinels(redis.sentinel.Sentinel):
                     redis.exceptions.ResponseError) as exc:
                 errors.append(repr(exc))
                 continue
-            if not self.check_master_state(state, service_name):
-                continue
-            if latest is None or state['config-epoch'] > latest[0]:
-                latest = (state['config-epoch'], state['ip'], state['port'])
+            if latest is None or state['config-epoch'] > latest[
+                    'config-epoch']:
+                latest = state
         if latest is None:
             raise redis.sentinel.MasterNotFoundError(
-                'No primary found for %r%s' % (
-                    service_name, ': ' + ', '.join(errors) if errors else ''))
-        return latest[1], latest[2]
+                'No sentinel answers for %r: %s' % (service_name,
+                                                     ', '.join(errors)))
+        return latest
+
+
+_UNASKED = object()
 
 
 class _SwitchWatch:
@@ -329,13 +351,16 @@ class _SwitchWatch:
                              name='tachyon-sentinel-watch').start()
 
     def _listen(self, sentinel):
-        """Wake the watch at each +switch-master message of ``sentinel``
-        (one thread per sentinel: the one that led a failover announces it
-        first, the others only once they hear of it)."""
+        """Wake the watch at each step of a failover that ``sentinel``
+        announces (one thread per sentinel: the one that leads a failover
+        announces it first, the others once they hear of it): the primary
+        seen down by a quorum, a replica chosen, the new configuration."""
         while not self._stopped.is_set():
             subscription = sentinel.pubsub(ignore_subscribe_messages=True)
             try:
-                subscription.subscribe('+switch-master')
+                subscription.subscribe(
+                    '+odown', '+failover-state-select-slave',
+                    '+switch-master')
                 while not self._stopped.is_set():
                     if subscription.get_message(timeout=SWITCH_POLL):
                         self._woken.set()
@@ -349,17 +374,18 @@ class _SwitchWatch:
             threading.Thread(target=self._listen, args=(sentinel,),
                              daemon=True,
                              name='tachyon-sentinel-listen').start()
-        known = None
+        known = _UNASKED
         while not self._stopped.is_set():
             # Woken by a message, or after SWITCH_POLL seconds: either way
             # the sentinels are asked (a message only says "ask now").
             self._woken.wait(SWITCH_POLL)
             self._woken.clear()
             try:
-                address = tuple(self._sentinel.discover_master(self._service))
+                # None while the primary is down or being replaced.
+                address = self._sentinel.usable(self._service)
             except redis.exceptions.RedisError:
-                continue   # no sentinel knows now: nothing to follow
-            if known is not None and address != known:
+                continue   # no sentinel answers: nothing to follow
+            if known is not _UNASKED and address != known:
                 try:
                     self._switched(address)
                 except Exception:  # noqa: BLE001 - the watch must go on
@@ -521,8 +547,13 @@ class FalkorDBEngine(engine.Engine):
             return False
 
     def _primary_switched(self, address):
-        LOG.warning('The sentinels name %s:%s the graph primary now: '
-                    'connections to the previous one are closed', *address)
+        if address is None:
+            LOG.warning('The sentinels see the graph primary down or are '
+                        'failing it over: its connections are closed')
+        else:
+            LOG.warning('The sentinels name %s:%s the graph primary now: '
+                        'connections to the previous one are closed',
+                        *address)
         self._primary_unseen = True
         self._drop_connections()
 

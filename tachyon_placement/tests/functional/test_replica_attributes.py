@@ -17,6 +17,7 @@ Before the registration, such races numbered the replicas apart in 4 of
 40 and 13 of 60 tries.
 """
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -41,9 +42,11 @@ pytestmark = pytest.mark.skipif(
     reason='FalkorDB only: Neo4j keys properties by name, and its '
            'clustering is Enterprise-only')
 
-TRIES = 5
+# By hand, more (the issue's figure: 100 tries, 0 divergences):
+# TACHYON_REPLICA_TRIES=100 pytest .../test_replica_attributes.py
+TRIES = int(os.environ.get('TACHYON_REPLICA_TRIES', 5))
 # The race of two writes bringing names (see test_a_race_of_new_names).
-RACE_TRIES = 20
+RACE_TRIES = int(os.environ.get('TACHYON_REPLICA_TRIES', 20))
 SLOW_ROWS = 300000
 CLAIMS_PER_PROCESS = 3
 
