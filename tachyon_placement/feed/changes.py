@@ -310,16 +310,19 @@ def _host_names(roots, records, roots_named):
             yield roots_named[root]
 
 
-def consumer_scope(providers, classes, records, roots_named):
+def consumer_scope(providers, classes, records, roots_named, before=None):
     """The Scope of a consumer's change that touches ``providers`` (held
     before or now) and resource ``classes``; ``records`` the copy of the
-    graph's {uuid: record}."""
+    graph's {uuid: record}, ``before`` the previous copy's: a provider
+    that left an aggregate (or a tree) in the same write batch still
+    brings it, so the consumer's move reaches that filter too."""
     roots, aggregates = set(), set()
     for uuid in providers:
-        record = records.get(uuid)
-        if record is not None:
-            roots.add(record.root_uuid)
-            aggregates.update(record.aggregates)
+        for copy in (records, before or {}):
+            record = copy.get(uuid)
+            if record is not None:
+                roots.add(record.root_uuid)
+                aggregates.update(record.aggregates)
     hosts = set(_host_names(roots, records, roots_named))
     return Scope(CONSUMER_ASPECTS, frozenset(roots), frozenset(hosts),
                  frozenset(aggregates),
@@ -583,10 +586,12 @@ def drift_changes(drift, records, named):
     return found
 
 
-def consumer_changes(consumers, records, named, seen=None):
+def consumer_changes(consumers, records, named, seen=None,
+                     previous=None):
     """Changes of ``consumers`` {uuid: (stamp, ConsumerState or None,
     providers)}; ``seen`` {uuid: (providers, classes) when last seen},
-    which a consumer's scope includes (and which is brought up to date).
+    which a consumer's scope includes (and which is brought up to date);
+    ``previous`` the previous copy's records (see consumer_scope).
     The classes a deleted consumer held, when not seen, are not known."""
     found = []
     for uuid, (stamp, state, providers) in consumers.items():
@@ -604,7 +609,7 @@ def consumer_changes(consumers, records, named, seen=None):
         if seen is not None and state is not None:
             seen[uuid] = (tuple(providers), frozenset(classes))
         found.append(Change(stamp, CONSUMER, uuid, state, consumer_scope(
-            touched, classes, records, named)))
+            touched, classes, records, named, previous)))
     return found
 
 

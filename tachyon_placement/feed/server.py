@@ -64,9 +64,12 @@ LINGER = 0.2
 # each waiting for the previous one to drain; at most a quarter of the
 # subscriber's buffer).
 PIECE = 64 * 1024
-# How long a disconnected slow reader's connection may still flush its
-# last event before it is cut.
-GRACE = 5.0
+# How long a slow reader's connection is kept after its last event was
+# queued behind what it had not read (its buffer is capped, so this holds
+# little memory): a reader that reads again meanwhile gets every event
+# queued, the last one, and a clean end of the stream; past it the
+# connection is cut.
+GRACE = 60.0
 # How often a subscriber whose buffer is full looks whether it drained.
 DRAIN_POLL = 0.02
 # Seconds streams have to end when the server stops.
@@ -526,22 +529,43 @@ class FeedServer:
             await asyncio.sleep(DRAIN_POLL)
 
     async def _last(self, request, response, reason, position, cut=False):
-        """The last event (why the stream ends, where to resume); ``cut``:
-        the connection is closed after GRACE whatever it still holds."""
+        """The last event (why the stream ends, where to resume), then the
+        end of the stream.  ``cut`` (a slow reader): both are queued
+        behind what the reader has not read yet (whole events: a stream is
+        written an event at a time) without waiting for it to drain, the
+        connection closes once they are sent, and is cut after GRACE
+        seconds if they are not."""
         event = b'id: %d\nevent: end\ndata: %s\n\n' % (
             position, orjson.dumps({'reason': reason, 'cursor': position}))
         transport = request.transport
         if cut and transport is not None:
-            self.loop.call_later(GRACE, transport.abort)
+            self.loop.call_later(GRACE, _abort, transport)
+        # A write queues its bytes before it waits for them to drain: a
+        # wait cut short leaves them queued.
+        wait = 0.05 if cut else self.write_timeout
         try:
-            await asyncio.wait_for(response.write(event),
-                                   GRACE if cut else self.write_timeout)
-            if not cut:
-                await asyncio.wait_for(response.write_eof(),
-                                       self.write_timeout)
+            for write in (lambda: response.write(event), response.write_eof):
+                try:
+                    await asyncio.wait_for(write(), wait)
+                except asyncio.TimeoutError:
+                    if not cut:
+                        raise
+            if cut and transport is not None:
+                transport.close()       # once what is queued is sent
         except (asyncio.TimeoutError, ConnectionError, RuntimeError):
-            if transport is not None:
-                transport.abort()
+            _abort(transport)
+
+
+def _abort(transport):
+    """Cut a connection now, unless it is gone already: a transport that
+    was closing and sent all it held has lost its connection (asyncio's
+    abort of it then fails: the feed's log showed 'NoneType' object has no
+    attribute 'call_soon')."""
+    if transport is None:
+        return
+    if transport.is_closing() and not transport.get_write_buffer_size():
+        return
+    transport.abort()
 
 
 def start_in_thread(conf, application, adopted=True):

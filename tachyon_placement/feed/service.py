@@ -90,7 +90,7 @@ class Feed:
         if len(self._seen) > SEEN_KEPT:
             self._seen.clear()
         found.extend(feed_changes.consumer_changes(
-            consumers, world.records, named, self._seen))
+            consumers, world.records, named, self._seen, held))
         try:
             drift = self.store.drift.since(since, world.complete)
         except Exception:   # noqa: BLE001 - complete from here on only
@@ -155,6 +155,12 @@ class Feed:
         if wanted is not None and wanted.kinds is not None and (
                 'drift' in wanted.kinds):
             drift = self.store.drift.since(cursor, world.complete)
+        # Pruning moves the floor and deletes the tombstones below it in
+        # one write: a floor read again after the tombstones tells whether
+        # some went between the two reads (a gap, not an answer).
+        floor = self.floor()
+        if cursor < floor:
+            raise feed_changes.CursorGone(floor)
         everything = feed_changes.from_world(world, cursor, tombstones,
                                              hosts, gone_hosts, consumers,
                                              drift)

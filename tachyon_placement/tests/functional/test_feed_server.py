@@ -278,12 +278,16 @@ def test_a_reader_that_stops_reading_is_cut_with_a_last_event(
     else:
         pytest.fail('the stalled subscriber was never cut: %s'
                     % feed_server.log_tail())
-    # Read what it was sent: the changes, then the last event.
+    # It reads again only later (longer than it took to cut it): what it
+    # was sent is whole events, then the last event, then the end.
+    time.sleep(8)
     events = _events(stalled_file, lambda found: bool(found) and (
         found[-1][0] == 'end'))
     assert events and events[-1][0] == 'end', events[-3:]
     assert events[-1][1]['reason'] == 'slow_reader'
+    assert all(event == 'change' for event, _data in events[:-1])
     assert stalled_file.read() == b''        # then it is closed
+    assert 'Traceback' not in feed_server.log_tail(20000)
     _close(stalled)
     # The reader that keeps up was not cut: it got every change.
     _ok(api.request('POST', '/resource_providers', {'name': 'marker'}))

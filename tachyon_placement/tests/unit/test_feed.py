@@ -525,3 +525,60 @@ def test_drift_is_sent_to_those_who_ask_for_it_only():
     on_root = changes.Filter(frozenset(['drift']), frozenset(['b']), None,
                              None, None)
     assert changes.select(everything, None, 7, on_root)[0] == []
+
+
+def test_a_consumer_changed_as_its_host_leaves_an_aggregate_reaches_it():
+    """The issue's finding: in one batch of writes host cn1 leaves
+    aggregate agg and its consumer d is deleted: d's deletion still passes
+    member_of=agg (d was there at the follower's cursor)."""
+    from tachyon_placement.domain import allocations
+    from tachyon_placement.feed import service
+    a = record('a', 1, name='cn1', aggregates=('agg',), VCPU={'total': 8})
+    world = FakeWorld(1, [a])
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    store.listeners[0](None, world, None, [], [], None)
+    on_a = allocations.ConsumerState('d', 0, 'p', 'u', 'INSTANCE',
+                                     {'a': {'VCPU': 2}})
+    store.written_consumers = {'d': (2, on_a, ['a'])}
+    world2 = FakeWorld(2, [a])
+    _observed(feed, store, world, world2, {})
+    left = record('a', 3, name='cn1', VCPU={'total': 8})
+    store.written_consumers = {'d': (4, None, ['a'])}
+    world3 = FakeWorld(4, [left])
+    found = _observed(feed, store, world2, world3, {'a': left})
+    wanted = changes.Filter(None, None, None, frozenset(['agg']), None)
+    passing = {(change.kind, change.key) for change in found
+               if wanted.matches(change)}
+    assert passing == {(changes.PROVIDER, 'a'), (changes.CONSUMER, 'd')}
+
+
+def test_a_prune_between_the_floor_and_the_tombstones_is_410():
+    """The issue's finding: pruning (floor moved and tombstones deleted
+    in one write) between a reader's floor check and its read of the
+    tombstones answered 200 with a deletion missing; the floor read again
+    after the tombstones says 410."""
+    from tachyon_placement.feed import service
+
+    class Pruned(FakeStore):
+        def __init__(self):
+            super().__init__()
+            self.floors = iter([0, 10])
+
+        def current(self, whole=False):
+            return FakeWorld(20)
+
+        def floor(self):
+            return next(self.floors)
+
+        def since(self, since):
+            return [], [], []
+
+    feed = service.Feed(Pruned())
+    try:
+        feed.changes(5)
+    except changes.CursorGone as exc:
+        assert exc.floor == 10
+    else:
+        raise AssertionError('a gap answered 200')
