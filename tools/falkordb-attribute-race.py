@@ -35,8 +35,8 @@ the replica: W's node reads ``(:Slow {early: 300000})`` there (B's reads
 right).  A promoted replica serves that.  Seen at the first try (tries
 run on this machine: reproduced at try 1 of 10)::
 
-    primary: keys [early, late]; (:Fast {early: 'a value'}), (:Slow {late: 300000})
-    replica: keys [late, early]; (:Fast {early: 'a value'}), (:Slow {early: 300000})
+    primary: [early, late]; (:Fast {early: 'a value'}), (:Slow {late: 300000})
+    replica: [late, early]; (:Fast {early: 'a value'}), (:Slow {early: 300000})
 
 Cause as we read it: attribute ids are assigned per server in the order a
 server first meets a name, during planning (CREATE/MERGE maps) or

@@ -517,10 +517,11 @@ def cut(changes, limit, head):
     return changes[:end], last
 
 
-# The scopes of changes read from a copy of the graph (from_world): what
-# the object was at the reader's cursor is not known.
-_UNKNOWN_PROVIDER = Scope(PROVIDER_ASPECTS, None, None, None, None)
-_UNKNOWN_CONSUMER = Scope(CONSUMER_ASPECTS, None, None, None, None)
+# The scopes of changes whose object is not known as it was at the
+# reader's cursor (read from the graph: from_world; or read again):
+# they pass every filter but kind's.
+UNKNOWN_PROVIDER = Scope(PROVIDER_ASPECTS, None, None, None, None)
+UNKNOWN_CONSUMER = Scope(CONSUMER_ASPECTS, None, None, None, None)
 
 
 def from_world(world, cursor, tombstones, hosts, gone_hosts,
@@ -542,7 +543,7 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts,
     # each object changed after the cursor passes every filter of roots,
     # hosts, aggregates and classes, and every kind of its type: the
     # subscriber's mirror drops what no longer passes (its state says).
-    changes = [Change(record.stamp, PROVIDER, uuid, record, _UNKNOWN_PROVIDER)
+    changes = [Change(record.stamp, PROVIDER, uuid, record, UNKNOWN_PROVIDER)
                for uuid, record in world.records.items()
                if cursor < record.stamp <= last]
     alive = set(world.records)
@@ -562,9 +563,7 @@ def from_world(world, cursor, tombstones, hosts, gone_hosts,
                                 _EMPTY, _EMPTY))
                    for name, (stamp, state) in latest.items()
                    if stamp <= last)
-    changes.extend(Change(stamp, CONSUMER, uuid, state, _UNKNOWN_CONSUMER)
-                   for uuid, (stamp, state, _providers)
-                   in (consumers or {}).items())
+    changes.extend(consumer_changes(consumers or {}, world.records, named))
     changes.extend(drift_changes(drift, world.records, named))
     changes.sort(key=lambda change: change.cursor)
     return changes
@@ -594,22 +593,67 @@ def consumer_changes(consumers, records, named, seen=None,
     ``previous`` the previous copy's records (see consumer_scope).
     The classes a deleted consumer held, when not seen, are not known."""
     found = []
-    for uuid, (stamp, state, providers) in consumers.items():
+    for uuid, written in consumers.items():
+        stamp, state, providers = written[:3]
+        made_again = len(written) > 3
         touched = set(providers)
         classes = set()
         if state is not None:
             for resources in state.allocations.values():
                 classes.update(resources)
         before = seen.pop(uuid, None) if seen is not None else None
-        if before is not None:
+        # Whether where it was at the reader's cursor is known: a filter
+        # it left must still get it.
+        known = True
+        if seen is None:
+            # Read from the graph: it may have moved, been deleted and
+            # made again since the cursor; only where it is now is kept.
+            known = False
+        elif before is not None:
             touched.update(before[0])
             classes.update(before[1])
-        elif state is None:
-            classes = None
+        elif state is None or made_again or (
+                state.generation != FIRST_GENERATION):
+            # Not seen since the log began, and it had allocations before
+            # its last write (it may also have moved since the last copy:
+            # the copies come a batch of writes at a time): where it was
+            # at a reader's cursor is not known.
+            known = False
         if seen is not None and state is not None:
             seen[uuid] = (tuple(providers), frozenset(classes))
         found.append(Change(stamp, CONSUMER, uuid, state, consumer_scope(
-            touched, classes, records, named, previous)))
+            touched, classes, records, named, previous)
+            if known else UNKNOWN_CONSUMER))
+    return found
+
+
+# A consumer's generation after the first write that gave it allocations
+# (domain/allocations.py: it held none before; one emptied is deleted,
+# and FeedStore.consumers says when one was deleted and made again): it
+# left nothing.
+FIRST_GENERATION = 1
+
+
+def entering_changes(consumers, moved, records, named, previous):
+    """Changes of ``consumers`` {uuid: (stamp, ConsumerState, providers)}
+    that were not written themselves but hold allocations on ``moved``
+    providers {uuid: stamp of the provider's change} (joined or left an
+    aggregate or a tree): each at the latest of those stamps, with the
+    scope of its providers before and now (``records`` None: not known,
+    read from the graph).  In cursor order."""
+    found = []
+    for uuid, (_stamp, state, providers) in consumers.items():
+        stamp = max(moved[provider] for provider in providers
+                    if provider in moved)
+        if records is None:
+            scope = UNKNOWN_CONSUMER
+        else:
+            classes = {rc for resources in state.allocations.values()
+                       for rc in resources}
+            scope = consumer_scope(providers, classes, records, named,
+                                   previous)
+        found.append(Change(stamp, CONSUMER, uuid, state, scope))
+    found.sort(key=lambda change: change.cursor)
     return found
 
 

@@ -71,12 +71,13 @@ class Feed:
         for record in changed.values():
             old = held.get(record.uuid)
             # The held record read again (the newest write of a copy that
-            # was not known whole): what it changed is not known.
+            # was not known whole): what it changed, and what it was
+            # before (in an aggregate it left?), is not known.
             found.append(feed_changes.Change(
                 record.stamp, feed_changes.PROVIDER, record.uuid, record,
-                feed_changes.provider_scope(
-                    record, None if old is record else old, world.records,
-                    named)))
+                feed_changes.UNKNOWN_PROVIDER if old is record else
+                feed_changes.provider_scope(record, old, world.records,
+                                            named)))
         for uuid, stamp in deleted:
             found.append(feed_changes.Change(
                 stamp, feed_changes.PROVIDER, uuid, None,
@@ -92,6 +93,12 @@ class Feed:
         found.extend(feed_changes.consumer_changes(
             consumers, world.records, named, self._seen, held))
         try:
+            found.extend(self._entering(changed, held, world, named,
+                                        consumers))
+        except Exception:   # noqa: BLE001 - complete from here on only
+            self.log.reset(world.complete)
+            return
+        try:
             drift = self.store.drift.since(since, world.complete)
         except Exception:   # noqa: BLE001 - complete from here on only
             self.log.reset(world.complete)
@@ -99,6 +106,31 @@ class Feed:
         found.extend(feed_changes.drift_changes(drift, world.records,
                                                 named))
         self.log.extend(since, world.complete, found)
+
+    def _entering(self, changed, held, world, named, consumers):
+        """Changes of the consumers (not written themselves) on providers
+        that joined or left aggregates or trees, or whose root was
+        renamed, in the copy ``world`` since ``held`` (the previous
+        copy's records): they enter or leave those filters."""
+        moved = {}
+        for record in changed.values():
+            old = held.get(record.uuid)
+            if old is None:
+                continue    # new: nobody holds allocations on it yet
+            # The held record read again (see _observe): what it changed
+            # is not known.
+            if old is record or (old.aggregates != record.aggregates
+                                 or old.root_uuid != record.root_uuid):
+                moved[record.uuid] = record.stamp
+            if record.parent_uuid is None and (
+                    old.provider.name != record.provider.name):
+                for uuid, member in world.records.items():
+                    if member.root_uuid == record.uuid:
+                        moved[uuid] = max(moved.get(uuid, 0), record.stamp)
+        on = self.store.changes.consumers_on(moved)
+        return feed_changes.entering_changes(
+            {uuid: found for uuid, found in on.items()
+             if uuid not in consumers}, moved, world.records, named, held)
 
     # -- read by requests -----------------------------------------------
 
@@ -151,6 +183,20 @@ class Feed:
         world = world or self.store.worlds.current(whole=True)
         tombstones, hosts, gone_hosts = self.store.changes.since(cursor)
         consumers = self.store.changes.consumers(cursor, world.complete)
+        entering = {}
+        if wanted is not None and any(
+                field is not None for field in (
+                    wanted.roots, wanted.hosts, wanted.aggregates)):
+            # A provider changed since the cursor may have joined the
+            # filter's aggregate or tree (what it was then is not kept):
+            # its consumers may have entered the filter.
+            changed = {uuid: record.stamp
+                       for uuid, record in world.records.items()
+                       if cursor < record.stamp <= world.complete}
+            entering = feed_changes.entering_changes(
+                {uuid: found for uuid, found in
+                 self.store.changes.consumers_on(changed).items()
+                 if uuid not in consumers}, changed, None, None, None)
         drift = ()
         if wanted is not None and wanted.kinds is not None and (
                 'drift' in wanted.kinds):
@@ -164,6 +210,9 @@ class Feed:
         everything = feed_changes.from_world(world, cursor, tombstones,
                                              hosts, gone_hosts, consumers,
                                              drift)
+        if entering:
+            everything = sorted(everything + entering,
+                                key=lambda change: change.cursor)
         return feed_changes.select(everything, limit, world.complete, wanted)
 
     def _caught_up(self, cursor, world):

@@ -226,6 +226,7 @@ class _WatchedUnixConnection(_WatchedAnswers,
                              redis.connection.UnixDomainSocketConnection):
     pass
 
+
 Sentinels = collections.namedtuple(
     'Sentinels', 'addresses service password')
 Sentinels.__doc__ = """Where the sentinels of a FalkorDB primary are:
@@ -317,8 +318,8 @@ class _Sentinels(redis.sentinel.Sentinel):
                 latest = state
         if latest is None:
             raise redis.sentinel.MasterNotFoundError(
-                'No sentinel answers for %r: %s' % (service_name,
-                                                     ', '.join(errors)))
+                'No sentinel answers for %r: %s'
+                % (service_name, ', '.join(errors)))
         return latest
 
 

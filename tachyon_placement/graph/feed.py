@@ -47,6 +47,20 @@ RETURN c.uuid AS uuid, c.stamp AS stamp, c.generation AS generation,
        collect({rp: rp.uuid, rc: a.resource_class, used: a.used}) AS held
 """)
 
+# The consumers with allocations on some of $providers, as they are now
+# (a provider that joined an aggregate or a tree brings its consumers into
+# the filters of it).
+CONSUMERS_ON = Statement('feed_consumers_on', common="""
+MATCH (c:Consumer)-[:CONSUMES]->(on:ResourceProvider)
+WHERE on.uuid IN $providers
+WITH DISTINCT c
+OPTIONAL MATCH (c)-[a:CONSUMES]->(rp:ResourceProvider)
+RETURN c.uuid AS uuid, c.stamp AS stamp, c.generation AS generation,
+       c.project_id AS project_id, c.user_id AS user_id,
+       c.consumer_type AS consumer_type,
+       collect({rp: rp.uuid, rc: a.resource_class, used: a.used}) AS held
+""")
+
 GONE_CONSUMERS = Statement('feed_gone_consumers', common="""
 MATCH (gone:ConsumerTombstone) WHERE gone.stamp > $since
   AND gone.stamp <= $upto
@@ -93,6 +107,19 @@ def host_state(generation, document):
     return {'generation': generation, 'document': json.loads(document)}
 
 
+def _consumer(row):
+    """(stamp, ConsumerState, [provider uuids]) of a CONSUMERS row."""
+    allocations = {}
+    for held in row['held']:
+        if held.get('rp') is not None:
+            allocations.setdefault(held['rp'], {})[held['rc']] = held['used']
+    state = domain.ConsumerState(
+        uuid=row['uuid'], generation=row['generation'],
+        project_id=row['project_id'], user_id=row['user_id'],
+        consumer_type=row['consumer_type'], allocations=allocations)
+    return row['stamp'], state, sorted(allocations)
+
+
 class FeedStore(engine.ResourceStore):
     """Store.changes: what the change feed reads of the engine."""
 
@@ -114,7 +141,8 @@ class FeedStore(engine.ResourceStore):
     def consumers(self, since, upto):
         """The consumers written in (``since``, ``upto``], latest first
         wins: {uuid: (stamp, ConsumerState or None when deleted, [provider
-        uuids it held when deleted, or holds])}."""
+        uuids it held when deleted, or holds][, True: deleted and made
+        again meanwhile, the providers it held when deleted included])}."""
         found = {}
         for row in self.engine.read(GONE_CONSUMERS, since=since, upto=upto):
             found[row['uuid']] = (row['stamp'], None,
@@ -123,17 +151,23 @@ class FeedStore(engine.ResourceStore):
             known = found.get(row['uuid'])
             if known is not None and known[0] > row['stamp']:
                 continue
-            allocations = {}
-            for held in row['held']:
-                if held.get('rp') is not None:
-                    allocations.setdefault(held['rp'], {})[held['rc']] = (
-                        held['used'])
-            state = domain.ConsumerState(
-                uuid=row['uuid'], generation=row['generation'],
-                project_id=row['project_id'], user_id=row['user_id'],
-                consumer_type=row['consumer_type'], allocations=allocations)
-            found[row['uuid']] = (row['stamp'], state, sorted(allocations))
+            stamp, state, providers = _consumer(row)
+            if known is not None:
+                # Deleted, then made again: it left what it held then
+                # (and maybe more: ``True`` says so).
+                found[row['uuid']] = (stamp, state, sorted(
+                    set(providers) | set(known[2])), True)
+            else:
+                found[row['uuid']] = (stamp, state, providers)
         return found
+
+    def consumers_on(self, providers):
+        """The consumers with allocations on some of ``providers`` now:
+        {uuid: (stamp, ConsumerState, [provider uuids it holds])}."""
+        if not providers:
+            return {}
+        return {row['uuid']: _consumer(row) for row in self.engine.read(
+            CONSUMERS_ON, providers=sorted(providers))}
 
     def prune(self, keep):
         """Forget deletions older than the last ``keep`` versions; the

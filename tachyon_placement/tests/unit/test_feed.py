@@ -218,6 +218,11 @@ class FakeStore:
         return {uuid: found for uuid, found
                 in self.written_consumers.items() if since < found[0] <= upto}
 
+    def consumers_on(self, providers):
+        return {uuid: found for uuid, found
+                in self.written_consumers.items()
+                if found[1] is not None and set(found[2]) & set(providers)}
+
 
 class FakeWorld:
     def __init__(self, version, records=()):
@@ -346,14 +351,14 @@ def test_a_consumer_that_moves_reaches_the_host_it_left():
     feed = service.Feed(store)
     feed.keeps_log = True
     store.listeners[0](None, world, None, [], [], None)
-    on_a = allocations.ConsumerState('c', 0, 'p', 'u', 'INSTANCE',
+    on_a = allocations.ConsumerState('c', 1, 'p', 'u', 'INSTANCE',
                                      {'a': {'VCPU': 2}})
     store.written_consumers = {'c': (2, on_a, ['a'])}
     world2 = FakeWorld(2, [a, b])
     found = _observed(feed, store, world, world2, {})
     assert found[0].kind == changes.CONSUMER
     assert found[0].scope.hosts == {'cn1'}
-    on_b = allocations.ConsumerState('c', 1, 'p', 'u', 'INSTANCE',
+    on_b = allocations.ConsumerState('c', 2, 'p', 'u', 'INSTANCE',
                                      {'b': {'VCPU': 2}})
     store.written_consumers = {'c': (3, on_b, ['b'])}
     world3 = FakeWorld(3, [a, b])
@@ -363,7 +368,7 @@ def test_a_consumer_that_moves_reaches_the_host_it_left():
     document = changes.render(found[0])
     assert document['consumer']['allocations'] == {
         'b': {'resources': {'VCPU': 2}}}
-    assert document['consumer']['consumer_generation'] == 1
+    assert document['consumer']['consumer_generation'] == 2
     store.written_consumers = {'c': (4, None, ['b'])}
     world4 = FakeWorld(4, [a, b])
     found = _observed(feed, store, world3, world4, {})
@@ -539,7 +544,7 @@ def test_a_consumer_changed_as_its_host_leaves_an_aggregate_reaches_it():
     feed = service.Feed(store)
     feed.keeps_log = True
     store.listeners[0](None, world, None, [], [], None)
-    on_a = allocations.ConsumerState('d', 0, 'p', 'u', 'INSTANCE',
+    on_a = allocations.ConsumerState('d', 1, 'p', 'u', 'INSTANCE',
                                      {'a': {'VCPU': 2}})
     store.written_consumers = {'d': (2, on_a, ['a'])}
     world2 = FakeWorld(2, [a])
@@ -582,3 +587,57 @@ def test_a_prune_between_the_floor_and_the_tombstones_is_410():
         assert exc.floor == 10
     else:
         raise AssertionError('a gap answered 200')
+
+
+def test_consumers_on_a_host_that_joins_an_aggregate_enter_its_filter():
+    """Found by test_feed_model.py: consumer c on cn1, which then joins
+    aggregate agg (c itself unchanged): c passes member_of=agg, at the
+    cursor of cn1's change, as it is (its follower's view now has it)."""
+    from tachyon_placement.domain import allocations
+    from tachyon_placement.feed import service
+    a = record('a', 1, name='cn1', VCPU={'total': 8})
+    world = FakeWorld(1, [a])
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    store.listeners[0](None, world, None, [], [], None)
+    on_a = allocations.ConsumerState('c', 1, 'p', 'u', 'INSTANCE',
+                                     {'a': {'VCPU': 2}})
+    store.written_consumers = {'c': (2, on_a, ['a'])}
+    world2 = FakeWorld(2, [a])
+    _observed(feed, store, world, world2, {})
+    joined = record('a', 3, name='cn1', aggregates=('agg',),
+                    VCPU={'total': 8})
+    world3 = FakeWorld(3, [joined])
+    found = _observed(feed, store, world2, world3, {'a': joined})
+    wanted = changes.Filter(None, None, None, frozenset(['agg']), None)
+    passing = [(change.kind, change.key, change.cursor) for change in found
+               if wanted.matches(change)]
+    assert passing == [(changes.PROVIDER, 'a', 3),
+                       (changes.CONSUMER, 'c', 3)]
+
+
+def test_a_consumer_not_seen_before_its_move_passes_every_filter():
+    """Found by test_feed_model.py: after the feed server starts, a
+    consumer it has not seen moves (generation 2: it held something
+    before, where is not known): it passes every host filter, so the host
+    it left gets it; one at its first allocating write (generation 1)
+    held nothing before: only where it is now."""
+    from tachyon_placement.domain import allocations
+    from tachyon_placement.feed import service
+    a = record('a', 1, name='cn1', VCPU={'total': 8})
+    b = record('b', 1, name='cn2', VCPU={'total': 8})
+    world = FakeWorld(1, [a, b])
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    store.listeners[0](None, world, None, [], [], None)
+    moved = allocations.ConsumerState('m', 2, 'p', 'u', 'INSTANCE',
+                                      {'b': {'VCPU': 2}})
+    new = allocations.ConsumerState('n', 1, 'p', 'u', 'INSTANCE',
+                                    {'b': {'VCPU': 2}})
+    store.written_consumers = {'m': (2, moved, ['b']), 'n': (2, new, ['b'])}
+    found = _observed(feed, store, world, FakeWorld(2, [a, b]), {})
+    on_cn1 = changes.Filter(None, None, frozenset(['cn1']), None, None)
+    assert [change.key for change in found if on_cn1.matches(change)] == [
+        'm']
