@@ -123,7 +123,13 @@ def one_run(workdir, fault):
         _new, promoted = cluster.wait_new_primary(old)
         if fault == 'paused':
             old.process.send_signal(signal.SIGCONT)
-        time.sleep(8)
+        # Until a write sent after the fault is acknowledged (at most a
+        # minute), then a little more for the longest gap.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+                writes.outage(fault_at)[0] == float('inf')):
+            time.sleep(0.2)
+        time.sleep(3)
         writes.stop.set()
         for thread in threads:
             thread.join(60)
