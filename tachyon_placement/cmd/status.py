@@ -158,13 +158,19 @@ class Checks(upgradecheck.UpgradeCommands):
                       'series for vector(1)).' % (self.conf.telemetry.url,
                                                   len(answer)))
 
+    def _engine(self):
+        """(the graph engine, None), or (None, the failure to reach it)."""
+        try:
+            return self._graph().engine, None
+        except Exception as exc:  # noqa: BLE001
+            return None, Result(Code.FAILURE, 'The graph engine cannot be '
+                                'reached: %s' % exc)
+
     def _check_replication(self):
         acks = self.conf.graph.replica_acks
-        try:
-            graph_engine = self._graph().engine
-        except Exception as exc:  # noqa: BLE001
-            return Result(Code.FAILURE, 'The graph engine cannot be reached: '
-                          '%s' % exc)
+        graph_engine, failed = self._engine()
+        if failed:
+            return failed
         if graph_engine.dialect != 'falkordb':
             if acks:
                 return Result(Code.WARNING, '[graph] replica_acks = %d is '
@@ -172,11 +178,9 @@ class Checks(upgradecheck.UpgradeCommands):
                               % acks)
             return Result(Code.SUCCESS, 'Neo4j: the server\'s own '
                           'availability (a cluster through neo4j://).')
-        try:
-            online = graph_engine.replicas_online()
-        except engine.GraphError as exc:
-            return Result(Code.FAILURE, 'Cannot read the graph server\'s '
-                          'replication: %s' % exc)
+        online, failed = _replication(graph_engine.replicas_online)
+        if failed:
+            return failed
         if acks > online:
             return Result(Code.FAILURE, '[graph] replica_acks = %d but the '
                           'primary has %d replicas online: every write will '
@@ -193,19 +197,15 @@ class Checks(upgradecheck.UpgradeCommands):
                       'once %d hold it.' % (online, acks))
 
     def _check_replica_attributes(self):
-        try:
-            graph_engine = self._graph().engine
-        except Exception as exc:  # noqa: BLE001
-            return Result(Code.FAILURE, 'The graph engine cannot be reached: '
-                          '%s' % exc)
+        graph_engine, failed = self._engine()
+        if failed:
+            return failed
         if graph_engine.dialect != 'falkordb':
             return Result(Code.SUCCESS, 'Neo4j: replicas copy transactions, '
                           'not attribute numbers.')
-        try:
-            tables = graph_engine.replica_attribute_tables()
-        except engine.GraphError as exc:
-            return Result(Code.FAILURE, 'Cannot read the graph server\'s '
-                          'replication: %s' % exc)
+        tables, failed = _replication(graph_engine.replica_attribute_tables)
+        if failed:
+            return failed
         (_, primary), replicas = tables[0], tables[1:]
         if not replicas:
             return Result(Code.SUCCESS, 'No replica.')
@@ -288,6 +288,16 @@ def _never_synced(exc):
     no graph yet: FalkorDB has no such key, Neo4j answers no row."""
     return isinstance(exc, IndexError) or (
         isinstance(exc, engine.GraphError) and 'empty key' in str(exc))
+
+
+def _replication(read):
+    """(what ``read()`` gives, None), or (None, the failure to read the
+    graph server's replication)."""
+    try:
+        return read(), None
+    except engine.GraphError as exc:
+        return None, Result(Code.FAILURE, 'Cannot read the graph server\'s '
+                            'replication: %s' % exc)
 
 
 def _first_difference(primary, replica):

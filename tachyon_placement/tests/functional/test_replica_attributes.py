@@ -16,7 +16,6 @@ consumer's allocations read on a replica what they read on the primary.
 Before the registration, such races numbered the replicas apart in 4 of
 40 and 13 of 60 tries.
 """
-import json
 import os
 import subprocess
 import sys
@@ -27,7 +26,6 @@ import uuid
 import falkordb
 import pytest
 from oslo_config import cfg
-import webob
 
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
@@ -35,6 +33,7 @@ from tachyon_placement.graph import cypher
 from tachyon_placement.graph import falkordb_engine
 from tachyon_placement.graph import schema
 from tachyon_placement.tests.functional import sentinel_cluster
+from tachyon_placement.tests.functional.fixtures import seed
 from tachyon_placement.tests.functional.fixtures import engine as engines
 
 pytestmark = pytest.mark.skipif(
@@ -62,16 +61,7 @@ def _app(engine):
 
 
 def _call(app, method, url, body=None):
-    req = webob.Request.blank(url, method=method)
-    req.headers['x-auth-token'] = 'admin'
-    req.headers['openstack-api-version'] = 'placement 1.39'
-    req.headers['accept'] = 'application/json'
-    if body is not None:
-        req.body = json.dumps(body).encode('utf-8')
-        req.content_type = 'application/json'
-    response = req.get_response(app)
-    assert response.status_int < 300, (method, url, response.text)
-    return response
+    return seed.Seeder(app, '1.39').call(method, url, body)
 
 
 @pytest.fixture(scope='module')
