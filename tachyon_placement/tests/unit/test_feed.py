@@ -295,6 +295,17 @@ def test_an_object_changed_three_times_comes_once_as_it_is_now():
         ('a', 'now')]
 
 
+def _log_from(world):
+    """(FakeStore, the feed server's Feed over it) whose log begins at
+    ``world``."""
+    from tachyon_placement.feed import service
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    store.listeners[0](None, world, None, [], [], None)
+    return store, feed
+
+
 def _observed(feed, store, before, after, changed, deleted=()):
     observe = store.listeners[0]
     observe(before.complete, after, changed, list(deleted), [], before)
@@ -343,14 +354,10 @@ def test_provider_changes_say_what_changed_and_where():
 
 def test_a_consumer_that_moves_reaches_the_host_it_left():
     from tachyon_placement.domain import allocations
-    from tachyon_placement.feed import service
     a = record('a', 1, name='cn1', VCPU={'total': 8})
     b = record('b', 1, name='cn2', VCPU={'total': 8})
     world = FakeWorld(1, [a, b])
-    store = FakeStore()
-    feed = service.Feed(store)
-    feed.keeps_log = True
-    store.listeners[0](None, world, None, [], [], None)
+    store, feed = _log_from(world)
     on_a = allocations.ConsumerState('c', 1, 'p', 'u', 'INSTANCE',
                                      {'a': {'VCPU': 2}})
     store.written_consumers = {'c': (2, on_a, ['a'])}
@@ -537,13 +544,9 @@ def test_a_consumer_changed_as_its_host_leaves_an_aggregate_reaches_it():
     aggregate agg and its consumer d is deleted: d's deletion still passes
     member_of=agg (d was there at the follower's cursor)."""
     from tachyon_placement.domain import allocations
-    from tachyon_placement.feed import service
     a = record('a', 1, name='cn1', aggregates=('agg',), VCPU={'total': 8})
     world = FakeWorld(1, [a])
-    store = FakeStore()
-    feed = service.Feed(store)
-    feed.keeps_log = True
-    store.listeners[0](None, world, None, [], [], None)
+    store, feed = _log_from(world)
     on_a = allocations.ConsumerState('d', 1, 'p', 'u', 'INSTANCE',
                                      {'a': {'VCPU': 2}})
     store.written_consumers = {'d': (2, on_a, ['a'])}
@@ -594,13 +597,9 @@ def test_consumers_on_a_host_that_joins_an_aggregate_enter_its_filter():
     aggregate agg (c itself unchanged): c passes member_of=agg, at the
     cursor of cn1's change, as it is (its follower's view now has it)."""
     from tachyon_placement.domain import allocations
-    from tachyon_placement.feed import service
     a = record('a', 1, name='cn1', VCPU={'total': 8})
     world = FakeWorld(1, [a])
-    store = FakeStore()
-    feed = service.Feed(store)
-    feed.keeps_log = True
-    store.listeners[0](None, world, None, [], [], None)
+    store, feed = _log_from(world)
     on_a = allocations.ConsumerState('c', 1, 'p', 'u', 'INSTANCE',
                                      {'a': {'VCPU': 2}})
     store.written_consumers = {'c': (2, on_a, ['a'])}
@@ -624,14 +623,10 @@ def test_a_consumer_not_seen_before_its_move_passes_every_filter():
     it left gets it; one at its first allocating write (generation 1)
     held nothing before: only where it is now."""
     from tachyon_placement.domain import allocations
-    from tachyon_placement.feed import service
     a = record('a', 1, name='cn1', VCPU={'total': 8})
     b = record('b', 1, name='cn2', VCPU={'total': 8})
     world = FakeWorld(1, [a, b])
-    store = FakeStore()
-    feed = service.Feed(store)
-    feed.keeps_log = True
-    store.listeners[0](None, world, None, [], [], None)
+    store, feed = _log_from(world)
     moved = allocations.ConsumerState('m', 2, 'p', 'u', 'INSTANCE',
                                       {'b': {'VCPU': 2}})
     new = allocations.ConsumerState('n', 1, 'p', 'u', 'INSTANCE',
