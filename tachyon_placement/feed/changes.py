@@ -58,9 +58,21 @@ class Scope(collections.namedtuple(
     __slots__ = ()
 
     def union(self, other):
-        return Scope(*(None if mine is None or theirs is None
-                       else mine | theirs
-                       for mine, theirs in zip(self, other)))
+        # Of a change of its own and one that only enters filters: the
+        # change of its own (everyone gets it).
+        kind = Scope if type(self) is not type(other) else type(self)
+        return kind(*(None if mine is None or theirs is None
+                      else mine | theirs
+                      for mine, theirs in zip(self, other)))
+
+
+class EnteringScope(Scope):
+    """The Scope of a consumer's change that is not a change of its own:
+    a provider it holds allocations on joined or left an aggregate or a
+    tree (or its root was renamed), so it enters or leaves those filters.
+    Sent only to subscribers that filter by roots, hosts or aggregates:
+    the others hold it as it is already."""
+    __slots__ = ()
 
 
 class Change(collections.namedtuple('Change', 'cursor kind key state scope')):
@@ -235,6 +247,8 @@ class Filter(collections.namedtuple(
             # have three types.
             return False
         scope = change.scope
+        if isinstance(scope, EnteringScope) and not self.places:
+            return False
         if scope is None:
             return True
         for wanted, touched in zip(self, scope):
@@ -246,6 +260,13 @@ class Filter(collections.namedtuple(
     @property
     def everything(self):
         return all(field is None for field in self)
+
+    @property
+    def places(self):
+        """Whether it filters by where objects are (roots, hosts or
+        aggregates): what a change of place makes objects enter."""
+        return not (self.roots is None and self.hosts is None
+                    and self.aggregates is None)
 
 
 EVERYTHING = Filter(None, None, None, None, None)
@@ -445,9 +466,12 @@ class Segment:
         # What a subscriber that names no kind is sent (drift only to
         # those that ask for it).
         self.plain = self.changes
-        if any(change.kind == DRIFT for change in self.changes):
+        if any(change.kind == DRIFT or isinstance(change.scope,
+                                                  EnteringScope)
+               for change in self.changes):
             self.plain = [change for change in self.changes
-                          if change.kind != DRIFT]
+                          if change.kind != DRIFT and not isinstance(
+                              change.scope, EnteringScope)]
         self._index = {}
         self._lock = threading.Lock()
 
@@ -652,7 +676,8 @@ def entering_changes(consumers, moved, records, named, previous):
                        for rc in resources}
             scope = consumer_scope(providers, classes, records, named,
                                    previous)
-        found.append(Change(stamp, CONSUMER, uuid, state, scope))
+        found.append(Change(stamp, CONSUMER, uuid, state,
+                            EnteringScope(*scope)))
     found.sort(key=lambda change: change.cursor)
     return found
 

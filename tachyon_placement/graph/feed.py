@@ -51,8 +51,9 @@ RETURN c.uuid AS uuid, c.stamp AS stamp, c.generation AS generation,
 # (a provider that joined an aggregate or a tree brings its consumers into
 # the filters of it).
 CONSUMERS_ON = Statement('feed_consumers_on', common="""
-MATCH (c:Consumer)-[:CONSUMES]->(on:ResourceProvider)
-WHERE on.uuid IN $providers
+UNWIND $providers AS wanted
+MATCH (on:ResourceProvider {uuid: wanted})
+MATCH (c:Consumer)-[:CONSUMES]->(on)
 WITH DISTINCT c
 OPTIONAL MATCH (c)-[a:CONSUMES]->(rp:ResourceProvider)
 RETURN c.uuid AS uuid, c.stamp AS stamp, c.generation AS generation,

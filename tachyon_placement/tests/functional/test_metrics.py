@@ -178,7 +178,11 @@ def test_health_tells_whether_the_engine_answers_in_time(api):
             status, document = _health(api.url)
             assert status == 503, document
             assert document['status'] == 'failed'
-            assert 'did not answer' in document['error']
+            # The probe's own time limit, or the engine's watch of a
+            # server that stopped answering (falkordb_engine.HANG_CHECK),
+            # whichever ends first.
+            assert ('did not answer' in document['error']
+                    or 'no answer for' in document['error']), document
             assert time.monotonic() - started < 10
     finally:
         os.kill(pid, signal.SIGCONT)

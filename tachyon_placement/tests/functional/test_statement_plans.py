@@ -60,7 +60,8 @@ def test_a_null_lookup_asks_the_index(engine, statement, params):
 SCANS_BY_DESIGN = {
     'import_finish',
     'import_graph_counts', 'import_graph_usages', 'import_marker',
-    'integrity_counts', 'integrity_orphan_allocations', 'integrity_usage',
+    'integrity_consumers', 'integrity_counts',
+    'integrity_orphan_allocations', 'integrity_usage',
     'schema_backfill_name_keys', 'snap_all_aggregates',
     'snap_all_inventories', 'snap_all_providers', 'snap_all_traits'}
 
