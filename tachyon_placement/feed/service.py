@@ -44,6 +44,11 @@ class Feed:
         # {consumer uuid: providers it held when last seen}: a consumer's
         # change reaches the filters of the hosts it left.
         self._seen = {}
+        # {provider uuid: its record before a change that a copy of the
+        # graph read past what it held whole (Neo4j's reads see commits
+        # as they land): the log takes that change with the next copy,
+        # which already holds the record; its diff is with this one.}
+        self._before_late = {}
         store.worlds.listeners.append(self._observe)
 
     # -- filled by WorldCache ---------------------------------------------
@@ -58,6 +63,7 @@ class Feed:
         if not self.keeps_log:
             return
         if changed is None or since is None or previous is None:
+            self._before_late.clear()
             self.log.reset(world.complete)
             return
         try:
@@ -66,10 +72,20 @@ class Feed:
             self.log.reset(world.complete)
             return
         named = feed_changes.topology_hosts(world)
-        held = previous.records
+        corrected = {}
+        # What each provider was before this copy's changes.
+        held = collections.ChainMap(corrected, previous.records)
         found = []
         for record in changed.values():
             old = held.get(record.uuid)
+            if old is record and record.uuid in self._before_late:
+                # Read by the previous copy past what it held whole: its
+                # change waited for this copy, diffed with what it was.
+                old = corrected[record.uuid] = self._before_late[record.uuid]
+            if record.stamp > world.complete:
+                self._before_late[record.uuid] = old
+            else:
+                self._before_late.pop(record.uuid, None)
             # The held record read again (the newest write of a copy that
             # was not known whole): what it changed, and what it was
             # before (in an aggregate it left?), is not known.

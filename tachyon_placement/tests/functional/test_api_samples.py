@@ -33,7 +33,9 @@ def test_samples_are_the_services_answers(api):
             written.add(answer_path)
             assert _read(answer_path) == api_samples.stable(answer), (
                 '%s differs from the answer to %s %s (tools/make-api-'
-                'samples writes it again)' % (answer_path, method, path))
+                'samples writes it again): %s' % (
+                    answer_path, method, path,
+                    json.dumps(api_samples.stable(answer), sort_keys=True)))
     present = {os.path.join(directory, filename)
                for directory, _dirs, files in os.walk(
                    api_samples.SAMPLES_DIR) for filename in files}
