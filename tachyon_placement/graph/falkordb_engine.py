@@ -165,8 +165,8 @@ def answers_ping(address, timeout):
 
 class _WatchedAnswers:
     """A redis connection whose wait for an answer is watched (HANG_CHECK),
-    and that its pool can retire (``retire_connections``): mixed into the
-    connection classes of every engine connection."""
+    and that its pool can retire (FalkorDBEngine._drop_connections): mixed
+    into the connection classes of every engine connection."""
 
     _epoch = 0
 
