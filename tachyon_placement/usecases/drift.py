@@ -232,7 +232,10 @@ def changes(store, since):
         floor = store.changes.floor()
         if since < floor:
             raise CursorGone(floor)
-        entries = store.drift.since(since)
+        # Up to the head read above: a change recorded meanwhile is told
+        # after the cursor answered, not before it (where a client resuming
+        # from that cursor would be told it twice).
+        entries = store.drift.since(since, upto=head)
     world = store.worlds.current()
     listed = [{'cursor': stamp, 'consumer_uuid': consumer,
                'root_provider_uuid': root, 'host': _name(world, root),
