@@ -1,20 +1,23 @@
 """How many more instances of one request fit: counted exactly as claiming
 the request again and again until nothing fits would count them, each
 claim taking the first candidate GET /allocation_candidates gives (as
-Nova claims the first it is given).
+Nova claims the first it is given), and counted where the claims land.
 
-The claims need not be made one by one.  In Placement's order (depth
-first, not shuffled, no weigher) the candidates come in an order that
-does not depend on usage, and usage only takes candidates away: so after
-some claims, the first candidate is the first of the candidates found
-*before* any claim that still fits.  ``replay`` walks that list once,
-claiming each candidate as many times as it fits (one division per
+The claims need not be made one by one.  Without weighers the candidates
+come in an order that does not depend on usage (the search orders a
+root's groups by how many providers could ever hold each, not how many
+can now: domain/candidates.py), and usage only takes candidates away: so
+after some claims, the first candidate is the first of the candidates
+found *before* any claim that still fits.  ``replay`` walks that list
+once, claiming each candidate as many times as it fits (one division per
 class), which is the claims' count at the cost of one search however
 many instances fit.  The hypothesis tests
-(tests/unit/test_capacity_counting.py) check it against the claims made
-one by one through the domain search, on generated clouds: nested trees,
-granular groups, group_policy, same_subtree, sharing providers, max_unit,
-step_size, reserved and allocation ratios, traits and member_of.
+(tests/unit/test_capacity_counting.py) check that a claim only takes
+candidates away, and the counts against the claims made one by one
+through the domain search, on generated clouds: nested trees, granular
+groups, group_policy, same_subtree, sharing providers, max_unit,
+step_size, reserved and allocation ratios, traits and member_of, and
+clouds of 10 to 30 NUMA hosts with shared disk pools.
 
 Pure: the candidates are domain.AllocationRequests, ``room`` a function
 (provider uuid, class) -> what is left to allocate; nothing here reads
@@ -26,10 +29,11 @@ import dataclasses
 from tachyon_placement.domain import candidates as domain
 
 
-def replay(requests, room):
-    """{anchor root: instances claimed there} of the claims made one after
-    the other on ``requests`` (domain.AllocationRequests in the search's
-    order, found before any claim), each on the first one that fits;
+def replay(requests, room, place=None):
+    """{root: instances claimed there} of the claims made one after the
+    other on ``requests`` (domain.AllocationRequests in the search's
+    order, found before any claim), each on the first one that fits,
+    counted at ``place(request)`` (default: its anchor);
     ``room(uuid, rc)``: what is left of a provider's class before any
     claim."""
     left = {}
@@ -51,7 +55,7 @@ def replay(requests, room):
         for uuid, amounts in request.allocations.items():
             for rc, amount in amounts.items():
                 left[(uuid, rc)] -= fits * amount
-        claimed[request.anchor] += fits
+        claimed[place(request) if place else request.anchor] += fits
     return claimed
 
 
@@ -86,11 +90,13 @@ class Counting:
     requests and single domain.AllocationRequests) found on ``snapshot`` (a
     domain.Snapshot, whose nodes hold the usage).
 
-    ``alone(anchors)``: the candidates anchored at ``anchors`` (a set of
-    roots) only, searched anew.  The search lists a candidate made of
-    sharing providers alone once, at the first root it can be anchored
-    at; the other roots those providers reach count theirs from their
-    own search.
+    A candidate counts where its claims land (its *place*): at its anchor
+    when it takes from the anchor's tree; a candidate made of sharing
+    providers alone (the search lists it once, at the first root it can be
+    anchored at) counts at the oldest root among those providers' trees,
+    whichever root it was listed at: the claims take nothing from that
+    root's tree.  A host's count is the claims of the candidates placed
+    there alone.
 
     Hosts whose candidates stay in their own tree, a tree no other host's
     candidate takes from, are independent: the total and an aggregate's
@@ -100,16 +106,19 @@ class Counting:
     is kept on its Run, a component's replay by its Runs' identity: a
     repeated count recounts only the trees that changed."""
 
-    def __init__(self, snapshot, pieces, alone):
+    def __init__(self, snapshot, pieces):
         self.snapshot = snapshot
-        self.alone = alone
         self._rooms = {}
         by_uuid = snapshot.by_uuid
         # {anchor: (its requests, their Run or None)}, in the search's
         # order (depth first: an anchor's requests come together).
         self.by_anchor = {}
         crossing = {}
-        self.reach = set()
+        # {id(request): place} of the requests placed away from their
+        # anchor (held by by_anchor: the ids stay theirs).
+        self._elsewhere = {}
+        # The anchors such requests leave, and the places they land at.
+        self.affected = set()
         for piece in pieces:
             if isinstance(piece, domain.Run):
                 if not piece.items:
@@ -129,14 +138,20 @@ class Counting:
                         anchor, frozenset()) | piece.roots
             for request in requests:
                 nodes = [by_uuid[uuid] for uuid in request.allocations]
-                if nodes and all(node.sharing for node in nodes):
-                    for node in nodes:
-                        self.reach |= node.anchors
+                if not (nodes and all(node.sharing for node in nodes)):
+                    continue
+                place = min({node.root_uuid for node in nodes},
+                            key=snapshot.root_key)
+                if place != anchor:
+                    self._elsewhere[id(request)] = place
+                    self.affected.update((anchor, place))
         self.shared = bool(crossing)
-        self.components = _components(crossing, self.by_anchor)
-        self.coupled = {anchor: number
-                        for number, members in enumerate(self.components)
-                        for anchor in members}
+        self.components, self.coupled = _components(crossing,
+                                                    self.by_anchor)
+
+    def place(self, request):
+        """The root a candidate's claims count at (see the class)."""
+        return self._elsewhere.get(id(request), request.anchor)
 
     def room(self, uuid, rc):
         key = (uuid, rc)
@@ -147,64 +162,77 @@ class Counting:
         return free
 
     def capacity(self):
-        by_anchor = dict(self.by_anchor)
-        for anchor in sorted(self.reach - set(by_anchor),
-                             key=self.snapshot.root_key):
-            by_anchor[anchor] = ((), None)
-        hosts = {}
-        for anchor, (found, run) in by_anchor.items():
-            if anchor in self.reach:
-                fits = sum(replay(self.alone({anchor}), self.room).values())
-            elif run is not None:
-                derived = run.derived
-                if derived is None:
-                    derived = run.derived = {}
-                fits = derived.get(_FITS)
-                if fits is None:
-                    fits = derived[_FITS] = sum(
-                        replay(found, self.room).values())
-            else:
-                fits = sum(replay(found, self.room).values())
-            if fits:
-                hosts[anchor] = fits
-        # In the total a root counts the candidates the search listed
-        # there: those made of sharing providers alone that it can take
-        # too are listed (and claimed) at an earlier root.
-        claims = {}
-        for anchor, (found, _run) in self.by_anchor.items():
-            if anchor in self.coupled:
+        # The places in the order of their first candidate, and the
+        # candidates of those that requests leave or land at.
+        order = []
+        counted = {}
+        placed = {}
+        for anchor, (found, run) in self.by_anchor.items():
+            if anchor not in self.affected:
+                order.append(anchor)
+                counted[anchor] = self._fits(found, run)
                 continue
-            if anchor in self.reach:
-                claims[anchor] = sum(replay(found, self.room).values())
-            else:
+            for request in found:
+                place = self.place(request)
+                listed = placed.get(place)
+                if listed is None:
+                    listed = placed[place] = []
+                    order.append(place)
+                listed.append(request)
+        for place, listed in placed.items():
+            counted[place] = sum(replay(listed, self.room).values())
+        hosts = {place: counted[place] for place in order if counted[place]}
+        claims = {}
+        for anchor in self.by_anchor:
+            if anchor not in self.coupled:
                 claims[anchor] = hosts.get(anchor, 0)
         for members in self.components:
             claims.update(self._replayed(members))
-        claims = {anchor: fits for anchor, fits in claims.items() if fits}
+        claims = {place: fits for place, fits in claims.items() if fits}
         return Capacity(hosts, sum(claims.values()), claims, self.shared)
 
-    def within(self, capacity, anchors):
-        """Instances that fit on the hosts ``anchors`` (a set of roots)
-        alone: the claims made there only."""
-        if self.reach & anchors:
-            return sum(replay(self.alone(anchors), self.room).values())
+    def _fits(self, found, run):
+        """The instances that fit on ``found`` (an anchor's requests, all
+        placed there), kept on their Run."""
+        if run is None:
+            return sum(replay(found, self.room).values())
+        derived = run.derived
+        if derived is None:
+            derived = run.derived = {}
+        fits = derived.get(_FITS)
+        if fits is None:
+            fits = derived[_FITS] = sum(replay(found, self.room).values())
+        return fits
+
+    def within(self, capacity, places):
+        """Instances that fit on the hosts ``places`` (a set of roots)
+        alone: the claims of the candidates placed there only."""
         fits = 0
         chosen = {}
-        for anchor in anchors:
-            number = self.coupled.get(anchor)
+        for place in places:
+            number = self.coupled.get(place)
             if number is None:
-                fits += capacity.hosts.get(anchor, 0)
+                fits += capacity.hosts.get(place, 0)
             else:
-                chosen.setdefault(number, set()).add(anchor)
+                chosen.setdefault(number, set()).add(place)
         for number, picked in chosen.items():
-            fits += sum(self._replayed(
-                [anchor for anchor in self.components[number]
-                 if anchor in picked]).values())
+            members = self.components[number]
+            if self.affected.isdisjoint(members):
+                fits += sum(self._replayed(
+                    [anchor for anchor in members
+                     if anchor in picked]).values())
+            else:
+                fits += sum(replay(
+                    [request for anchor in members
+                     for request in self.by_anchor[anchor][0]
+                     if self.place(request) in picked],
+                    self.room).values())
         return fits
 
     def _replayed(self, anchors):
-        """replay() of the candidates anchored at ``anchors`` (in the
-        search's order), kept by their Runs' identity when all are Runs."""
+        """{place: claims} of replay() of the candidates anchored at
+        ``anchors`` (in the search's order), kept by their Runs' identity
+        when all are Runs."""
         runs = tuple([self.by_anchor[anchor][1] for anchor in anchors])
         key = None
         if all(run is not None for run in runs):
@@ -214,7 +242,7 @@ class Counting:
                 return kept[1]
         claims = replay([request for anchor in anchors
                          for request in self.by_anchor[anchor][0]],
-                        self.room)
+                        self.room, self.place)
         if key is not None:
             if len(_REPLAYS) >= _REPLAYS_KEPT:
                 _REPLAYS.clear()
@@ -223,11 +251,12 @@ class Counting:
 
 
 def _components(crossing, by_anchor):
-    """The anchors that share providers, in groups that share none with
-    one another (each in the search's order): ``crossing`` {anchor: the
+    """(The anchors that share providers, in groups that share none with
+    one another (each in the search's order), {root: its group's number}
+    for every root of a group, anchor or not): ``crossing`` {anchor: the
     roots of the providers its candidates take from, beyond its own}."""
     if not crossing:
-        return []
+        return [], {}
     parent = {}
 
     def find(root):
@@ -245,4 +274,7 @@ def _components(crossing, by_anchor):
     for anchor in by_anchor:
         if anchor in linked:
             groups.setdefault(find(anchor), []).append(anchor)
-    return list(groups.values())
+    numbers = {top: number for number, top in enumerate(groups)}
+    return list(groups.values()), {root: numbers[find(root)]
+                                   for root in linked
+                                   if find(root) in numbers}

@@ -28,17 +28,19 @@ Placement builds each group's candidates independently and then walks the
 cartesian product of them, which explodes on wide trees of identical
 children.  Here every group (and every resource class of the unsuffixed
 group) is a *slot*; per anchor a backtracking search assigns providers to
-slots, most constrained slot first, checking capacity, isolation and
-subtree constraints as soon as they can fail, and skipping a provider that
-is interchangeable with one that already failed at the same point (same
-parent, traits, aggregates, inventory and usage, not yet used by this
-candidate).  A slot whose choice constrains no other (its classes asked
-for by no other slot, outside isolation and same_subtree) is not searched
-again for each of its options: the deeper solutions are replayed, and when
-every slot is such, the candidates are the product of the options.  What a
-provider fits is memoized on it per slot signature, across requests: it
-never changes.  Results stream per anchor, depth-first or breadth-first, so
-a ``limit`` stops the work (and the loading) early.
+slots, most constrained slot first (by how many providers could ever hold
+each, with nothing used: so a claim only takes candidates away and never
+reorders the others, which GET /tachyon/capacity counts on), checking
+capacity, isolation and subtree constraints as soon as they can fail, and
+skipping a provider that is interchangeable with one that already failed at
+the same point (same parent, traits, aggregates, inventory and usage, not
+yet used by this candidate).  A slot whose choice constrains no other (its
+classes asked for by no other slot, outside isolation and same_subtree) is
+not searched again for each of its options: the deeper solutions are
+replayed, and when every slot is such, the candidates are the product of
+the options.  What a provider fits is memoized on it per slot signature,
+across requests: it never changes.  Results stream per anchor, depth-first
+or breadth-first, so a ``limit`` stops the work (and the loading) early.
 
 ``randomize_allocation_candidates``: Placement samples ``limit`` candidates
 from everything it generated.  Here roots and choices are visited in random
@@ -526,7 +528,7 @@ class _Slot:
 
     __slots__ = ('index', 'group', 'suffix', 'granular', 'resources',
                  'first_class', 'tracked', 'tree_root', 'subtrees',
-                 'free', 'signature')
+                 'free', 'signature', 'unused_signature')
 
     def __init__(self, index, group, resources, tree_root):
         self.index = index
@@ -544,25 +546,36 @@ class _Slot:
         self.tree_root = tree_root
         self.subtrees = ()                     # same_subtree numbers
         self.signature = _signature(self)
+        self.unused_signature = _interned(self.signature + ' unused')
 
     def fits(self, node):
         """What does not depend on the anchor (memoized on the node)."""
+        return self._memoized(node, self.signature,
+                              provider_rules.has_capacity)
+
+    def could_fit(self, node):
+        """fits() with nothing used on ``node``: what claims never change
+        (the search orders its slots by it)."""
+        return self._memoized(node, self.unused_signature,
+                              provider_rules.could_hold)
+
+    def _memoized(self, node, signature, holds):
         memo = node.fit_memo
         if memo is None:
             memo = node.fit_memo = {}
-        found = memo.get(self.signature)
+        found = memo.get(signature)
         if found is None:
             if len(memo) >= _FIT_MEMO_SIZE:
                 memo.clear()
-            found = memo[self.signature] = self._check(node)
+            found = memo[signature] = self._check(node, holds)
         return found
 
-    def _check(self, node):
+    def _check(self, node, holds):
         # Capacity first: most providers of a tree lack the classes of a
         # granular group, and the tests are independent.
         inventories = node.inventories
         for rc, amount in self.resources:
-            if not provider_rules.has_capacity(inventories.get(rc), amount):
+            if not holds(inventories.get(rc), amount):
                 return False
         group = self.group
         if group.forbidden_traits & node.traits:
@@ -584,12 +597,16 @@ class _Slot:
             return False
         return True
 
-    def options_at(self, anchor_node, candidates):
+    def options_at(self, anchor_node, candidates, fits=None):
+        """The providers of ``candidates`` the slot can take at
+        ``anchor_node``; ``fits``: the test of a provider alone (default
+        ``self.fits``)."""
         anchor = anchor_node.uuid
+        fits = fits or self.fits
         if self.granular:
             # A provider anchors at its root, a sharing one also at the
             # roots of its aggregate mates (``candidates`` holds both).
-            return [node for node in candidates if self.fits(node)]
+            return [node for node in candidates if fits(node)]
         group = self.group
         members = group.member_of
         anchor_member = bool(members) and _all_of(members,
@@ -598,7 +615,7 @@ class _Slot:
             return []
         chosen = []
         for node in candidates:
-            if not self.fits(node):
+            if not fits(node):
                 continue
             member = bool(members) and _all_of(members, node.aggregates)
             if node.root_uuid != anchor and (
@@ -685,7 +702,11 @@ class _AnchorSearch:
     valid candidate.
     """
 
-    def __init__(self, anchor, slots, plan, options, rng=None):
+    def __init__(self, anchor, slots, plan, options, sizes, rng=None):
+        """``sizes``: per slot, how many options it would have with
+        nothing used (the layout depends on them, not on the options, so
+        that claims only take candidates away and never reorder the
+        rest: GET /tachyon/capacity counts on that)."""
         self.anchor = anchor
         self.slots = slots
         self.plan = plan
@@ -695,7 +716,7 @@ class _AnchorSearch:
         self.options = options
         # Anchors of one request mostly offer as many options per slot:
         # the same search layout.
-        counts = tuple([len(options[slot.index]) for slot in slots])
+        counts = tuple(sizes)
         layout = plan.layouts.get(counts)
         if layout is None:
             layout = plan.layouts[counts] = _layout(slots, plan, counts)
@@ -1164,6 +1185,7 @@ def find_candidates(snapshot, groups, wide, settings=None,
                         yield anchor_node, found[1]
                         continue
                 options = {}
+                sizes = []
                 for slot in slots:
                     # Only providers of one of its classes can serve a
                     # slot that asks for resources.
@@ -1173,13 +1195,20 @@ def find_candidates(snapshot, groups, wide, settings=None,
                                                           candidates)
                     if not options[slot.index]:
                         break
+                    size = len(options[slot.index])
+                    if size < len(candidates) and len(slots) > 1:
+                        # Some are full, or never fit: count them with
+                        # nothing used.
+                        size = len(slot.options_at(anchor_node, candidates,
+                                                   slot.could_fit))
+                    sizes.append(size)
                     key = option_keys.get(slot.index)
                     if key is not None and len(options[slot.index]) > 1:
                         # Stable: equal keys keep Placement's order.
                         options[slot.index].sort(key=key)
                 else:
                     search = _AnchorSearch(anchor, slots, plan, options,
-                                           rng=rng)
+                                           sizes, rng=rng)
                     if search.plausible():
                         yield anchor_node, search
 

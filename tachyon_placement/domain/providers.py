@@ -31,6 +31,16 @@ def has_capacity(inventory, amount):
             and amount % inventory.step_size == 0)
 
 
+def could_hold(inventory, amount):
+    """has_capacity() with nothing used: whether the inventory could ever
+    take ``amount`` (what does not change as claims are made)."""
+    if inventory is None:
+        return False
+    return (amount <= inventory.capacity
+            and inventory.min_unit <= amount <= inventory.max_unit
+            and amount % inventory.step_size == 0)
+
+
 def matches(view, filters):
     """Whether one view matches ``filters`` (select() is the same test
     over many views, written for speed)."""

@@ -200,28 +200,22 @@ def every_candidate(store, groups, wide, settings, most):
     """(Every candidate of the request in Placement's order: no limit, no
     maximum, depth first, not shuffled, no weigher (domain.Candidates);
     the search's snapshot of the trees they come from; the World
-    searched; a function of a set of roots giving the Candidates anchored
-    there only, from the same World), what capacity counts
-    (capacity/counting.py).  The operator's PCI-NUMA affinity rules apply
-    as they do to GET /allocation_candidates.  TooManyCandidates past
-    ``most``."""
+    searched), what capacity counts (capacity/counting.py).  The
+    operator's PCI-NUMA affinity rules apply as they do to GET
+    /allocation_candidates.  TooManyCandidates past ``most``."""
     reader = store.candidates.reader()
     # One more than the most: enough to tell a request that has more.
     settings = dataclasses.replace(
         settings, max_candidates=most + 1, strategy=domain.DEPTH_FIRST,
         randomize=False, nested_aware=True, summaries=False)
     wide = dataclasses.replace(wide, limit=None)
-
-    def search(within=None):
-        found = _searched(store, reader, groups, wide, settings,
-                          weighed=False, within=within)[0]
-        if len(found.allocation_requests) > most:
-            raise TooManyCandidates(most)
-        return found
-
+    found = _searched(store, reader, groups, wide, settings,
+                      weighed=False)[0]
+    if len(found.allocation_requests) > most:
+        raise TooManyCandidates(most)
     snapshot, _load = reader.search_snapshot(reader.sharing_providers(),
                                              None)
-    return search(), snapshot, reader.world, search
+    return found, snapshot, reader.world
 
 
 def _search(store, reader, groups, wide, settings):
@@ -236,12 +230,10 @@ def _search(store, reader, groups, wide, settings):
     return result, barred
 
 
-def _searched(store, reader, groups, wide, settings, weighed=True,
-              within=None):
+def _searched(store, reader, groups, wide, settings, weighed=True):
     """(domain.Candidates, whether weighers ordered them, the roots
     they barred: see _search); ``weighed`` False: in Placement's order
-    whatever weighers are stored; ``within``: anchored at those roots
-    only."""
+    whatever weighers are stored."""
     classes, traits = _names(groups, wide)
     unknown_classes = store.resource_classes.missing(classes)
     unknown_traits = store.traits.missing(traits)
@@ -275,8 +267,6 @@ def _searched(store, reader, groups, wide, settings, weighed=True,
                                   unknown_traits, in_tree_roots, probes,
                                   rows, bounds)
     roots = domain.candidate_roots(probes, rows, bounds) if viable else None
-    if roots and within is not None:
-        roots = within.intersection(roots)
     if not roots:
         return domain.empty(), False, {}
     # Visit the roots oldest first (Placement's order), or best first

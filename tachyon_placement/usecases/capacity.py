@@ -20,14 +20,10 @@ def count(store, groups, wide, settings, most, per_aggregate=False):
     capacity.counting.Capacity.  domain.UnknownResourceClass or
     UnknownTrait when the request names one the graph does not have;
     TooManyCandidates when it has more than ``most`` candidates."""
-    found, snapshot, world, search = candidates.every_candidate(
+    found, snapshot, world = candidates.every_candidate(
         store, groups, wide, settings, most)
-
-    def alone(anchors):
-        return search(anchors).allocation_requests
-
     counts = counting.Counting(
-        snapshot, found.request_pieces or found.allocation_requests, alone)
+        snapshot, found.request_pieces or found.allocation_requests)
     capacity = counts.capacity()
     records = world.records
     hosts = []
