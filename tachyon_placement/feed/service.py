@@ -49,6 +49,9 @@ class Feed:
         # as they land): the log takes that change with the next copy,
         # which already holds the record; its diff is with this one.}
         self._before_late = {}
+        # (the retention floor, when it was read): the log's answers check
+        # it without a read of the engine each (see _recent_floor).
+        self._floor = (0, None)
         store.worlds.listeners.append(self._observe)
 
     # -- filled by WorldCache ---------------------------------------------
@@ -68,7 +71,14 @@ class Feed:
             return
         try:
             consumers = self.store.changes.consumers(since, world.complete)
+            # A prune past ``since`` before that read took deletions the
+            # log would then lack.
+            pruned = self.floor() > since
         except Exception:   # noqa: BLE001 - complete from here on only
+            self.log.reset(world.complete)
+            return
+        if pruned:
+            self._before_late.clear()
             self.log.reset(world.complete)
             return
         named = feed_changes.topology_hosts(world)
@@ -153,7 +163,20 @@ class Feed:
     def floor(self):
         """The oldest cursor still answered (tombstones before it are
         pruned)."""
-        return self.store.changes.floor()
+        floor = self.store.changes.floor()
+        self._floor = (floor, time.monotonic())
+        return floor
+
+    def _recent_floor(self):
+        """floor(), read again when older than FLOOR_FRESH seconds: the
+        log holds what pruning took from the graph, and a cursor below
+        the floor gets 410 from every process alike, not 200 from one
+        whose log still holds it (the retention is the operator's), at
+        one read of the engine a second however many subscribers read."""
+        floor, read_at = self._floor
+        if read_at is None or time.monotonic() - read_at > FLOOR_FRESH:
+            floor = self.floor()
+        return floor
 
     def head(self):
         """The cursor now: where a new subscriber starts."""
@@ -190,6 +213,9 @@ class Feed:
         if self.keeps_log:
             found = self.log.after(cursor, limit, wanted)
             if found is not None:
+                floor = self._recent_floor()
+                if cursor < floor:
+                    raise feed_changes.CursorGone(floor)
                 return found
         floor = self.floor()
         if cursor < floor:
@@ -344,6 +370,9 @@ REPLICA_PAUSE = 0.02
 # the interval between marks.
 MARK_LEAD = 0.25
 
+# How old the retention floor the log's answers check may be, in seconds.
+FLOOR_FRESH = 1.0
+
 
 def seconds_to_mark(pace, lead=0.0):
     """Seconds until ``lead`` seconds before the next multiple of ``pace``
@@ -370,7 +399,8 @@ def start_pruning(store, keep, interval):
             try:
                 store.changes.prune(keep)
             except Exception:       # the next round tries again
-                pass
+                LOG.warning('Pruning the change feed failed',
+                            exc_info=True)
     thread = threading.Thread(target=prune, name='tachyon-feed-pruning',
                               daemon=True)
     thread.start()

@@ -52,10 +52,11 @@ WITH coalesce(graph_version.version, 0) AS version,
      coalesce(graph_version.weighers, 0) AS weighers,
      coalesce(telemetry.version, 0) AS telemetry,
      coalesce(graph_version.topology, 0) AS topology,
-     coalesce(graph_version.pci_affinity, 0) AS pci_affinity
+     coalesce(graph_version.pci_affinity, 0) AS pci_affinity,
+     coalesce(graph_version.feed_floor, 0) AS feed_floor
 """
 VERSION_COLUMNS = 'version, full_reload, weighers, telemetry, topology, ' \
-    'pci_affinity'
+    'pci_affinity, feed_floor'
 VERSION_READ = VERSION_VALUES + 'RETURN ' + VERSION_COLUMNS + '\n'
 VERSION = Statement('graph_version', common=VERSION_READ)
 # The graph version once every write up to it is whole: taking the
@@ -100,10 +101,12 @@ RETURN switched, graph_version.version AS version
 # What the version read returns: the graph version, the version of the
 # last change that needs a full reload, the versions of the last changes
 # to the weighers, hosts' topologies and PCI affinity rules (stamps on the
-# Meta node), and the version of the metric values (graph/telemetry.py).
+# Meta node), the version of the metric values (graph/telemetry.py), and
+# the feed's floor (graph/feed.py PRUNE: the deletions at or before it
+# are forgotten, so a copy older than it cannot learn them).
 GraphVersion = collections.namedtuple(
     'GraphVersion', 'version full_reload weighers telemetry topology '
-    'pci_affinity')
+    'pci_affinity feed_floor')
 
 
 class VersionStore(engine.ResourceStore):
@@ -131,4 +134,4 @@ def graph_version_of(row):
     """The GraphVersion of a row with VERSION's columns."""
     return GraphVersion(row['version'], row['full_reload'], row['weighers'],
                         row['telemetry'], row['topology'],
-                        row['pci_affinity'])
+                        row['pci_affinity'], row['feed_floor'])

@@ -122,7 +122,13 @@ class WorldCache:
             time.monotonic() - started,
             stamps.version - previous.version if previous else 0,
             world.version, len(world.records))
-        hosts = self._see_stamps(world, previous, stamps)
+        stamped = previous
+        if changed is None and previous is not None and (
+                stamps.feed_floor > previous.topology_stamp):
+            # The hosts deleted since the previous copy's topologies may
+            # have been pruned too: read them all anew.
+            stamped = None
+        hosts = self._see_stamps(world, stamped, stamps)
         self._world = world
         for listener in self.listeners:
             listener(since, world, changed, gone, hosts, previous)
@@ -148,7 +154,11 @@ class WorldCache:
         reads = self._store.world_reads
         complete = version if reads.reads_whole_commits else (
             max(version - 1, settled))
-        if world is None or stamps.full_reload > world.complete:
+        # A copy older than the feed's floor may lack deletions whose
+        # tombstones were pruned since (an idle worker's, after more
+        # writes than [changes] retention_versions): made anew.
+        if world is None or max(stamps.full_reload,
+                                stamps.feed_floor) > world.complete:
             world = world_module.World(
                 version, provider_records.from_reads(reads))
             changed, gone = None, ()
@@ -168,6 +178,10 @@ class WorldCache:
             else:
                 # Too many to bring along: from the copy's version.
                 gone = reads.deleted(since)
+                if self._store.versions.graph().feed_floor > since:
+                    # Pruned past the copy since the version read: some
+                    # of its deletions may have gone before being read.
+                    return self._evolved(None, stamps, None, settled)
                 rows = reads.changed(since, _CHANGED_PAGE)
             held = world.records
             changed, fresh = {}, {}

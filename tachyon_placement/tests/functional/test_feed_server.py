@@ -460,3 +460,54 @@ def test_without_a_replica_the_feed_reads_the_server(api, feed_server):
     assert _change_of(created['uuid'])(_events(
         stream, _change_of(created['uuid'])))
     _close((sock, stream))
+
+
+def test_a_cursor_below_the_retention_gets_410_from_every_log(tmp_path):
+    """[changes] retention_versions = 5, pruned every second by the API:
+    a cursor whose deletions were pruned gets 410 from the feed server and
+    from the API's own feed alike, though both still hold those changes
+    in their logs (one answered 200 from its log for as long as it ran,
+    the other 410)."""
+    retention = '[changes]\nretention_versions = 5\nprune_interval = 1\n'
+    api = served.ServedPlacement(tmp_path / 'api',
+                                 extra_conf=retention).start()
+    try:
+        feed = served.ServedFeed(api, retention).start()
+        try:
+            start = _ok(api.request('GET', '/tachyon/changes',
+                                    service='tachyon', version='1.0'))
+            gone = [_ok(api.request('POST', '/resource_providers',
+                                    {'name': 'gone%d' % number}))['uuid']
+                    for number in range(2)]
+            query = '/tachyon/changes?since=%d' % start['cursor']
+            # Both logs hold the changes now (the first read fills them).
+            for base in (api.url, feed.url):
+                status, body = served.json_request(
+                    base, 'GET', query, version='1.0', service='tachyon')
+                assert status == 200, body
+            for uuid in gone:
+                _ok(api.request('DELETE', '/resource_providers/%s' % uuid))
+            for number in range(8):
+                _ok(api.request('POST', '/resource_providers',
+                                {'name': 'after%d' % number}))
+            answers = {}
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                answers = {base: served.json_request(
+                    base, 'GET', query, version='1.0',
+                    service='tachyon') for base in (api.url, feed.url)}
+                if all(status == 410 for status, _body in answers.values()):
+                    break
+                # Until the prune, the whole of it (never a gap).
+                for base, (status, body) in answers.items():
+                    assert status == 200 and {
+                        change['uuid'] for change in body['changes']
+                        if change['deleted']} >= set(gone), (base, body)
+                time.sleep(0.3)
+            for status, body in answers.values():
+                assert status == 410, body
+                assert body['errors'][0]['code'] == 'tachyon.changes.gone'
+        finally:
+            feed.stop()
+    finally:
+        api.stop()

@@ -6,6 +6,8 @@ import threading
 import time
 import uuid as uuidlib
 
+import webob
+
 from tachyon_placement.world import cache as world_cache
 from tachyon_placement.world import records as provider_records
 from tachyon_placement.world import world as world_module
@@ -326,6 +328,49 @@ def test_a_copy_another_thread_moved_uses_the_changes_it_read(
     rebuilt = world_module.World(
         world.version, provider_records.from_reads(store.world_reads))
     assert sorted(world.records) == sorted(rebuilt.records)
+
+
+def test_a_copy_older_than_the_feed_floor_is_made_anew(service,
+                                                       monkeypatch):
+    """A process idle while more than [changes] retention_versions writes
+    went by (a gunicorn worker no request reached): the deletions it
+    missed were pruned with their tombstones, so its copy cannot learn
+    them from what changed since; it is made anew, not kept with the
+    deleted providers in it (both ways of catching up)."""
+    store, seed = service.app.store, service.seed
+
+    def topology(method, name):
+        request = webob.Request.blank('/tachyon/topology/hosts/' + name,
+                                      method=method)
+        request.headers['x-auth-token'] = 'admin'
+        request.headers['openstack-api-version'] = 'tachyon 1.0'
+        if method == 'PUT':
+            request.content_type = 'application/json'
+            request.json_body = {
+                'sockets': [{'id': 0}], 'pci_devices': [],
+                'numa_nodes': [{'id': 0, 'socket': 0, 'cpus': [0, 1],
+                                'memory_mb': 1024}]}
+        response = request.get_response(service.app)
+        assert response.status_int in (201, 204), response.text
+
+    for along in (world_cache._CHANGES_ALONG, 0):
+        monkeypatch.setattr(world_cache, '_CHANGES_ALONG', along)
+        host = 'pruned-away-%d' % along
+        gone = seed.create_provider(host)
+        topology('PUT', host)
+        idle = world_cache.WorldCache(store)
+        assert gone in idle.current().records
+        assert host in idle.current().topology_summaries
+        seed.call('DELETE', '/resource_providers/%s' % gone)
+        topology('DELETE', host)
+        kept = seed.create_provider('kept-%d' % along)
+        assert store.changes.prune(keep=0) == store.versions.graph().version
+        world = idle.current()
+        assert gone not in world.records and kept in world.records
+        assert host not in world.topology_summaries
+        rebuilt = world_module.World(
+            world.version, provider_records.from_reads(store.world_reads))
+        assert sorted(world.records) == sorted(rebuilt.records)
 
 
 ALL_PROVIDERS = Statement('test_all_provider_stamps', common="""

@@ -214,6 +214,10 @@ class FakeStore:
     def written(self):
         return self.current().version
 
+    def floor(self):
+        # Nothing pruned.
+        return 0
+
     def consumers(self, since, upto):
         return {uuid: found for uuid, found
                 in self.written_consumers.items() if since < found[0] <= upto}
@@ -639,3 +643,23 @@ def test_a_consumer_not_seen_before_its_move_passes_every_filter():
     on_cn1 = changes.Filter(None, None, frozenset(['cn1']), None, None)
     assert [change.key for change in found if on_cn1.matches(change)] == [
         'm']
+
+
+def test_a_prune_past_the_log_while_it_reads_starts_it_again():
+    """The deletions after the previous copy are read after the copy
+    moved: a prune in between may have taken some (their tombstones), so
+    the log starts again at the new copy rather than keep a gap (older
+    cursors go to the graph, whose floor then answers 410)."""
+    from tachyon_placement.feed import service
+
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    observe = store.listeners[0]
+    observe(1, FakeWorld(2), {'a': record('a', 2)}, [], [], FakeWorld(1))
+    observe(2, FakeWorld(3), {'b': record('b', 3)}, [], [], FakeWorld(2))
+    assert feed.log.after(2)[1] == 3
+    store.floor = lambda: 4
+    observe(3, FakeWorld(5), {'c': record('c', 5)}, [], [], FakeWorld(3))
+    assert feed.log.after(3) is None
+    assert feed.log.after(5) == ([], 5)
