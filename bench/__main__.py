@@ -154,6 +154,12 @@ def parse_args(argv):
                         'many, --feed-step at a time, recording its memory '
                         '(0: not run)')
     p.add_argument('--feed-step', type=int, default=1000)
+    p.add_argument('--feed-pin', action='store_true',
+                   help='--feed: pin the API, its engine and the measuring '
+                        'process to CPU 0, the feed server, its replica, '
+                        'the writers and the subscribers to CPU 1 (every '
+                        'thread, as taskset -a): isolation as a 2-core '
+                        'machine can show it')
     p.add_argument('--feed-mode', choices=('sse', 'poll'), default='sse',
                    help='how --feed subscribers follow: a Server-Sent '
                         'Events stream each (default) or long polls')

@@ -37,6 +37,29 @@ WRITERS = 4
 # Seconds between subscribers connecting (or disconnecting) and the turn's
 # first measured request.
 SETTLE = 2
+# Seconds after the last turn before the feed server's RSS is read again.
+LEFT_SETTLE = 10
+
+
+class Pinning:
+    """Processes pinned to CPUs, every thread of each (as ``taskset -a``):
+    {cpu: function giving the pids}."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def apply(self):
+        for cpu, pids in self.parts.items():
+            for pid in pids():
+                try:
+                    tasks = os.listdir('/proc/%d/task' % pid)
+                except OSError:
+                    continue
+                for task in tasks:
+                    try:
+                        os.sched_setaffinity(int(task), {cpu})
+                    except OSError:     # gone meanwhile
+                        pass
 
 
 class FeedServer:
@@ -601,11 +624,29 @@ def run(client, tachyon, cloud, args, record, started, say):
              'writers': lambda: [child.pid for child, _ in writing.children]}
     # {subscribed: [{part: cores used during a turn's measurement}]}
     cores = {False: [], True: []}
+    pinning = None
+    if args.feed_pin:
+        # The API (and the engine it waits on, and this measuring
+        # process) on the first core; the feed server, its replica, the
+        # writers and the subscribers on the second.
+        pinning = Pinning({
+            0: lambda: api_pids() + engine_pids + [os.getpid()],
+            1: lambda: (feed_pids() + [subscribers.pid] + [
+                child.pid for child, _ in writing.children])})
+    # The feed server's RSS before the first subscriber came, and once
+    # the last had left (its log as full either time).
+    feed_rss_before = feed_rss_after = None
     try:
         for subscribed in order:
+            if pinning is not None:
+                # Again each turn: processes restarted, threads started.
+                pinning.apply()
             sampler = Sampler(feed_pids)
             sampler.start()
             if subscribed:
+                if feed_rss_before is None:
+                    feed_rss_before = sum(svcs.rss_kib(pid) or 0
+                                          for pid in server.pids())
                 commands.put('follow')
                 _following, holding, _refused = answers.get(timeout=300)
                 connected.append(holding)
@@ -642,6 +683,9 @@ def run(client, tachyon, cloud, args, record, started, say):
                 feed_rss.append(sampler.stop())
             else:
                 sampler.stop()
+        time.sleep(LEFT_SETTLE)
+        feed_rss_after = sum(svcs.rss_kib(pid) or 0
+                             for pid in server.pids())
     finally:
         commands.put('exit')
         subscribers.join(30)
@@ -685,6 +729,10 @@ def run(client, tachyon, cloud, args, record, started, say):
                 feed_rss_idle_mib=round(idle_rss / 1024.0, 1),
                 replica_rss_idle_mib=round(replica_rss / 1024.0, 1),
                 feed_rss_max_mib=round(max(feed_rss) / 1024.0, 1),
+                feed_rss_before_mib=round(feed_rss_before / 1024.0, 1),
+                feed_rss_after_leaving_mib=round(
+                    feed_rss_after / 1024.0, 1),
+                pinned=bool(pinning),
                 delivery_ms=delivery, probes=len(probe_latencies))
         results[subscribed] = (entry, put_entry)
         p50 = (entry['tachyon']['latency'] or {}).get('p50_ms')
@@ -694,11 +742,15 @@ def run(client, tachyon, cloud, args, record, started, say):
                     'p50_ms'), rate, '' if not subscribed else
                 ', followers got %d-%d changes per turn (%d out of order, '
                 '%d errors, %d refused), %d slow readers cut, feed RSS '
-                '%s MiB (idle %s), delivery %s' % (
+                '%s MiB (idle %s; %s before the first subscriber, %s once '
+                'the last had left), delivery %s' % (
                     min(received), max(received), disordered, poll_errors,
                     refused, entry['feed']['slow_readers_cut'],
                     entry['feed']['feed_rss_max_mib'],
-                    entry['feed']['feed_rss_idle_mib'], delivery)))
+                    entry['feed']['feed_rss_idle_mib'],
+                    entry['feed']['feed_rss_before_mib'],
+                    entry['feed']['feed_rss_after_leaving_mib'],
+                    delivery)))
     say('  cores used while measuring, without and with subscribers: '
         '%s; %s' % (results[False][0]['feed']['cores'],
                     results[True][0]['feed']['cores']))

@@ -19,6 +19,7 @@ from oslo_log import log as logging
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
 from tachyon_placement.feed import server as feed_server
+from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ def share_cpu(policy, niceness):
 def main(argv=None):
     conf = tachyon_conf.service_conf(
         sys.argv[1:] if argv is None else argv, cli_opts)
+    # As in the API's processes: the reads' threads share two arenas.
+    malloc_arenas.cap()
     open_files = raise_open_files()
     policy = share_cpu(conf.changes.cpu_policy, conf.changes.nice)
     application = deploy.load_feed_app(conf)

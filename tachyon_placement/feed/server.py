@@ -26,6 +26,7 @@ What is bounded, and how (conf ``[changes]``):
 """
 import asyncio
 import concurrent.futures
+import gc
 import io
 import ipaddress
 import socket
@@ -42,6 +43,7 @@ from tachyon_placement.api.handlers import changes as handlers
 from tachyon_placement.feed import changes as feed_changes
 from tachyon_placement.feed import service as feed_service
 from tachyon_placement.monitoring import metrics
+from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
 
@@ -74,6 +76,11 @@ GRACE = 60.0
 DRAIN_POLL = 0.02
 # Seconds streams have to end when the server stops.
 SHUTDOWN_SECONDS = 2.0
+# Once the last of this many subscribers (or more) has left, the memory
+# their connections, buffers and reads took is given back to the system
+# (give_back_memory): without it a 1,000-subscriber run left the server
+# 20-38 MiB larger each time.
+GIVE_BACK_AFTER = 100
 # Response headers of the application's answer a deferred one keeps.
 KEPT_HEADERS = ('openstack-api-version', 'vary', 'x-openstack-request-id',
                 'content-type', 'cache-control', 'x-accel-buffering')
@@ -127,6 +134,13 @@ class Stats:
 
     def as_dict(self):
         return dict(vars(self))
+
+
+def give_back_memory():
+    """Collect the cycles the subscribers left (their requests and
+    responses), then hand the free memory back to the system."""
+    gc.collect()
+    malloc_arenas.trim()
 
 
 def call_wsgi(application, environ):
@@ -233,6 +247,8 @@ class FeedServer:
         self.loop = None
         self.runner = None
         self._moved = None
+        # The most subscribers held since memory was last given back.
+        self._crowd = 0
 
     # -- the loop -----------------------------------------------------------
 
@@ -371,6 +387,10 @@ class FeedServer:
         finally:
             self.limits.give(client)
             metrics.feed_subscribers(self.limits.held)
+            self._crowd = max(self._crowd, self.limits.held + 1)
+            if not self.limits.held and self._crowd >= GIVE_BACK_AFTER:
+                self._crowd = 0
+                self.loop.run_in_executor(self.pool, give_back_memory)
 
     async def _serve(self, request, client):
         environ = wsgi_environ(request, client)

@@ -37,3 +37,20 @@ def cap(environ=os.environ, arenas=ARENAS):
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return mallopt(M_ARENA_MAX, arenas) == 1
+
+
+def trim():
+    """Give the C library's free memory back to the system (glibc's
+    malloc_trim: free pages in every arena, not only at a heap's top);
+    False where there is no malloc_trim."""
+    name = ctypes.util.find_library('c')
+    if not name:
+        return False
+    try:
+        malloc_trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    malloc_trim.argtypes = (ctypes.c_size_t,)
+    malloc_trim.restype = ctypes.c_int
+    malloc_trim(0)
+    return True
