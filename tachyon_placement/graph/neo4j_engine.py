@@ -11,15 +11,132 @@ reads them, then checks and writes, so writers in other API processes wait
 for the locks instead of losing the race and retrying.
 """
 import contextlib
+import socket
 import threading
+import time
 
 import neo4j
 import neo4j.exceptions
+from oslo_log import log as logging
 
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import schema
 from tachyon_placement.graph import scorer_sandbox
 from tachyon_placement.graph import versioning
+
+
+LOG = logging.getLogger(__name__)
+
+# A query that has had no answer for HANG_CHECK seconds has its server
+# checked: a Bolt handshake on a connection of its own.  A server that
+# does not answer that within HANG_PING seconds is hung (a JVM stopped by
+# SIGSTOP, a frozen VM, a network dropping packets): the query's
+# connection is shut down, and the statement ends Unavailable (503 with
+# Retry-After) within about HANG_CHECK + HANG_PING + WATCH_EVERY seconds
+# instead of holding its request as long as the server stays stopped (the
+# driver has no read timeout unless the server hints one).  A long query
+# on a live server goes on: the server answers the handshake meanwhile.
+# HANG_PING allows for a garbage collection pause of the JVM.
+HANG_CHECK = 2.0
+HANG_PING = 2.5
+WATCH_EVERY = 0.5
+# A new connection's handshake, and the wait for one from the pool (the
+# handshake's deadline): the same bound (the driver's defaults, 30 and
+# 60 s, are as long as a request waits on a stopped server).
+CONNECTION_TIMEOUT = HANG_CHECK + HANG_PING
+# Bolt's preamble and four version proposals (5.0 to 5.8, then none): any
+# reply, even a refusal or a TLS alert, shows that the server runs.
+_HANDSHAKE = (b'\x60\x60\xb0\x17' + b'\x00\x08\x08\x05'
+              + b'\x00\x00\x04\x04' + b'\x00' * 8)
+
+
+def answers_handshake(address, timeout):
+    """Whether the server at ``address`` ((host, port)) replies to a Bolt
+    handshake (or closes the connection) within ``timeout`` seconds."""
+    try:
+        sock = socket.create_connection(address, timeout=timeout)
+    except OSError:
+        return False
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(_HANDSHAKE)
+        sock.recv(4)
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
+def _raw_socket(holder):
+    """The socket under a session's or transaction's connection (the
+    driver's internals: None when they are not as expected)."""
+    connection = getattr(holder, '_connection', None)
+    bolt_socket = getattr(connection, 'socket', None)
+    raw = getattr(bolt_socket, '_socket', None)
+    return raw if isinstance(raw, socket.socket) else None
+
+
+class _HangWatch:
+    """The queries in flight, checked every WATCH_EVERY seconds by one
+    thread while there are any (see HANG_CHECK)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = {}          # token -> [holder, checked at, cut]
+        self._thread = None
+
+    @contextlib.contextmanager
+    def watching(self, holder):
+        """Watch the query run in the block on ``holder`` (a session or
+        a transaction); yields a list that holds True once it was cut."""
+        entry = [holder, time.monotonic(), []]
+        token = object()
+        with self._lock:
+            self._running[token] = entry
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name='tachyon-neo4j-hang-watch',
+                    daemon=True)
+                self._thread.start()
+        try:
+            yield entry[2]
+        finally:
+            with self._lock:
+                del self._running[token]
+
+    def _watch(self):
+        while True:
+            time.sleep(WATCH_EVERY)
+            now = time.monotonic()
+            with self._lock:
+                if not self._running:
+                    self._thread = None
+                    return
+                overdue = [entry for entry in self._running.values()
+                           if now - entry[1] >= HANG_CHECK]
+            checked = {}
+            for entry in overdue:
+                raw = _raw_socket(entry[0])
+                try:
+                    address = raw.getpeername()[:2] if raw else None
+                except OSError:
+                    address = None
+                if address is None:
+                    continue
+                if address not in checked:
+                    checked[address] = answers_handshake(address, HANG_PING)
+                if checked[address]:
+                    # Alive: looked at again HANG_CHECK from now.
+                    entry[1] = time.monotonic()
+                    continue
+                entry[2].append(True)
+                LOG.warning('Neo4j at %s:%s answered nothing for %.1f s, '
+                            'not even a handshake: its query is cut',
+                            address[0], address[1],
+                            time.monotonic() - entry[1])
+                with contextlib.suppress(OSError):
+                    raw.shutdown(socket.SHUT_RDWR)
 
 
 def _plain(value):
@@ -96,7 +213,10 @@ class Neo4jEngine(engine.Engine):
         # not sent at all: the driver would log one line per query.  The
         # suite asks the server for deprecations on its own.
         self._driver = neo4j.GraphDatabase.driver(
-            uri, auth=auth, notifications_min_severity='OFF')
+            uri, auth=auth, notifications_min_severity='OFF',
+            connection_timeout=CONNECTION_TIMEOUT,
+            connection_acquisition_timeout=CONNECTION_TIMEOUT)
+        self._hangs = _HangWatch()
         self._database = database
         self._local = threading.local()
         self._scorer_lock = threading.Lock()
@@ -128,14 +248,27 @@ class Neo4jEngine(engine.Engine):
         """A read is one statement, so an auto-commit query is atomic: one
         round trip instead of a managed transaction's three (the graph
         version is read on every request).  Retried once when the driver
-        says it may be (a lost connection, a cluster leader change)."""
+        says it may be (a lost connection, a cluster leader change) and
+        it failed quickly."""
         for attempt in (1, 2):
+            session = self._read_session()
+            cut = ()
+            started = time.monotonic()
             try:
-                return self._work(text, params)(self._read_session())
+                with self._hangs.watching(session) as cut:
+                    return self._work(text, params)(session)
             except (neo4j.exceptions.Neo4jError,
                     neo4j.exceptions.DriverError) as exc:
                 self._drop_read_session()
-                if attempt == 1 and exc.is_retryable():
+                if cut:
+                    raise engine.Unavailable(
+                        '%s: the server stopped answering' % statement.name
+                    ) from exc
+                # Again only after a quick failure (a pooled connection
+                # the server had closed): not after waiting out a server
+                # that does not answer.
+                if attempt == 1 and exc.is_retryable() and (
+                        time.monotonic() - started < HANG_CHECK):
                     continue
                 raise _failed(statement, exc) from exc
 
@@ -172,8 +305,7 @@ class Neo4jEngine(engine.Engine):
         connection is not retried: the write may have happened."""
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
-                with self._session(neo4j.WRITE_ACCESS) as session:
-                    return self._work(text, params)(session)
+                return self._watched_write(statement, text, params)
             except neo4j.exceptions.ConstraintError as exc:
                 raise engine.ConstraintViolation(str(exc)) from exc
             except neo4j.exceptions.TransientError as exc:
@@ -184,9 +316,26 @@ class Neo4jEngine(engine.Engine):
                 raise engine.GraphError(
                     '%s: %s' % (statement.name, exc)) from exc
 
-    def _run_in(self, section, statement, text, params):
+    def _watched_write(self, statement, text, params):
+        cut = ()
         try:
-            return self._work(text, params, statement.guarded)(section.tx)
+            with self._session(neo4j.WRITE_ACCESS) as session, \
+                    self._hangs.watching(session) as cut:
+                return self._work(text, params)(session)
+        except (neo4j.exceptions.Neo4jError,
+                neo4j.exceptions.DriverError) as exc:
+            if not cut:
+                raise
+            raise engine.Unavailable(
+                '%s: the server stopped answering' % statement.name
+            ) from exc
+
+    def _run_in(self, section, statement, text, params):
+        cut = ()
+        try:
+            with self._hangs.watching(section.tx) as cut:
+                return self._work(text, params, statement.guarded)(
+                    section.tx)
         except _GuardFailed:
             section.rolled_back = True
             return []
@@ -195,8 +344,17 @@ class Neo4jEngine(engine.Engine):
             raise engine.ConstraintViolation(str(exc)) from exc
         except neo4j.exceptions.TransientError:
             raise  # the section ends and the caller tries again
-        except (neo4j.exceptions.Neo4jError, _UNREACHABLE) as exc:
-            raise _failed(statement, exc) from exc
+        except (neo4j.exceptions.Neo4jError,
+                neo4j.exceptions.DriverError) as exc:
+            if cut:
+                section.rolled_back = True
+                raise engine.Unavailable(
+                    '%s: the server stopped answering' % statement.name
+                ) from exc
+            if isinstance(exc, (neo4j.exceptions.Neo4jError,)
+                          + _UNREACHABLE):
+                raise _failed(statement, exc) from exc
+            raise
 
     @contextlib.contextmanager
     def exclusive(self, keys=()):
