@@ -7,6 +7,7 @@ whose statements take write locks (Neo4j); engines that run each write
 alone and in order (FalkorDB) rely on their guarded statements instead.
 """
 import contextlib
+import socket
 
 from tachyon_placement.graph import scorer_sandbox
 from tachyon_placement.monitoring import metrics
@@ -58,6 +59,31 @@ class Section:
 
     def __init__(self):
         self.rolled_back = False
+
+
+def reply_to(address, payload, timeout):
+    """What a server at ``address`` (('unix', path) or (host, port))
+    sends back to ``payload`` within ``timeout`` seconds on a connection
+    of its own (b'' when it closes it), or None when it does not (not
+    even connecting): how the engines tell a hung server from a busy one.
+    """
+    try:
+        if address[0] == 'unix':
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            sock.connect(address[1])
+        else:
+            sock = socket.create_connection(address, timeout=timeout)
+    except OSError:
+        return None
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(payload)
+        return sock.recv(64)
+    except OSError:
+        return None
+    finally:
+        sock.close()
 
 
 def counted(dialect, kind, run, *args):

@@ -144,23 +144,7 @@ def answers_ping(address, timeout):
     """Whether the server at ``address`` (('unix', path) or (host, port))
     replies to PING within ``timeout`` seconds: any reply (NOAUTH too)
     shows that its event loop runs."""
-    try:
-        if address[0] == 'unix':
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            sock.connect(address[1])
-        else:
-            sock = socket.create_connection(address, timeout=timeout)
-    except OSError:
-        return False
-    try:
-        sock.settimeout(timeout)
-        sock.sendall(b'PING\r\n')
-        return bool(sock.recv(64))
-    except OSError:
-        return False
-    finally:
-        sock.close()
+    return bool(engine.reply_to(address, b'PING\r\n', timeout))
 
 
 class _WatchedAnswers:

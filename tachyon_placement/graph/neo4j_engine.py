@@ -53,19 +53,7 @@ _HANDSHAKE = (b'\x60\x60\xb0\x17' + b'\x00\x08\x08\x05'
 def answers_handshake(address, timeout):
     """Whether the server at ``address`` ((host, port)) replies to a Bolt
     handshake (or closes the connection) within ``timeout`` seconds."""
-    try:
-        sock = socket.create_connection(address, timeout=timeout)
-    except OSError:
-        return False
-    try:
-        sock.settimeout(timeout)
-        sock.sendall(_HANDSHAKE)
-        sock.recv(4)
-        return True
-    except OSError:
-        return False
-    finally:
-        sock.close()
+    return engine.reply_to(address, _HANDSHAKE, timeout) is not None
 
 
 def _raw_socket(holder):

@@ -21,36 +21,37 @@ M_ARENA_MAX = -8
 ARENAS = 2
 
 
+def _libc(function, argtypes):
+    """The C library's ``function`` (None where it has none: musl,
+    macOS)."""
+    name = ctypes.util.find_library('c')
+    if not name:
+        return None
+    try:
+        found = getattr(ctypes.CDLL(name), function)
+    except (OSError, AttributeError):
+        return None
+    found.argtypes = argtypes
+    found.restype = ctypes.c_int
+    return found
+
+
 def cap(environ=os.environ, arenas=ARENAS):
     """Set the cap for this process unless the environment sets one; a
     C library without mallopt (musl, macOS) is left as it is. True when
     the cap was set here."""
     if environ.get('MALLOC_ARENA_MAX'):
         return False
-    name = ctypes.util.find_library('c')
-    if not name:
-        return False
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    return mallopt(M_ARENA_MAX, arenas) == 1
+    mallopt = _libc('mallopt', (ctypes.c_int, ctypes.c_int))
+    return mallopt is not None and mallopt(M_ARENA_MAX, arenas) == 1
 
 
 def trim():
     """Give the C library's free memory back to the system (glibc's
     malloc_trim: free pages in every arena, not only at a heap's top);
     False where there is no malloc_trim."""
-    name = ctypes.util.find_library('c')
-    if not name:
+    malloc_trim = _libc('malloc_trim', (ctypes.c_size_t,))
+    if malloc_trim is None:
         return False
-    try:
-        malloc_trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    malloc_trim.argtypes = (ctypes.c_size_t,)
-    malloc_trim.restype = ctypes.c_int
     malloc_trim(0)
     return True

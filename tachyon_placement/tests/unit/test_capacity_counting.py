@@ -197,13 +197,19 @@ def requests(draw):
 @given(clouds(), requests())
 def test_the_count_is_the_claims(nodes, request):
     groups, wide = request
+    assert_counts_are_the_claims(
+        nodes, groups, wide, {node.root_uuid for node in nodes})
+
+
+def assert_counts_are_the_claims(nodes, groups, wide, roots):
+    """The count against the brute force: in total, where the claims
+    land, on each of ``roots`` alone and on each aggregate's hosts."""
     capacity, counts = counted(nodes, groups, wide)
     # In total: the claims on the whole cloud.
     claims = claimed_until_full(nodes, groups, wide)
     assert capacity.total == sum(claims.values())
     assert capacity.claims == claims
     # Per host: the claims of the candidates placed there alone.
-    roots = {node.root_uuid for node in nodes}
     for root in roots:
         alone = sum(claimed_until_full(nodes, groups, wide,
                                        places={root}).values())
@@ -215,7 +221,7 @@ def test_the_count_is_the_claims(nodes, request):
                    and aggregate in node.aggregates}
         alone = sum(claimed_until_full(nodes, groups, wide,
                                        places=members).values())
-        assert counts.within(capacity, members) == alone
+        assert counts.within(capacity, members) == alone, aggregate
 
 
 @st.composite
@@ -296,22 +302,9 @@ def test_the_count_is_the_claims_on_larger_clouds(nodes, request, rng):
     of a few hosts and of each aggregate alone (each a brute force of
     its own)."""
     groups, wide = request
-    capacity, counts = counted(nodes, groups, wide)
-    claims = claimed_until_full(nodes, groups, wide)
-    assert capacity.claims == claims
-    assert capacity.total == sum(claims.values())
     roots = sorted({node.root_uuid for node in nodes})
-    for root in rng.sample(roots, 3):
-        alone = sum(claimed_until_full(nodes, groups, wide,
-                                       places={root}).values())
-        assert capacity.hosts.get(root, 0) == alone, root
-    for aggregate in AGGREGATES:
-        members = {node.uuid for node in nodes
-                   if node.parent_uuid is None
-                   and aggregate in node.aggregates}
-        alone = sum(claimed_until_full(nodes, groups, wide,
-                                       places=members).values())
-        assert counts.within(capacity, members) == alone, aggregate
+    assert_counts_are_the_claims(nodes, groups, wide,
+                                 rng.sample(roots, 3))
 
 
 @settings(max_examples=150, deadline=None)
