@@ -137,8 +137,10 @@ class Stats:
 
 
 def give_back_memory():
-    """Collect the cycles the subscribers left (their requests and
-    responses), then hand the free memory back to the system."""
+    """Forget the changes' encodings kept for the subscribers, collect the
+    cycles they left (their requests and responses), then hand the free
+    memory back to the system."""
+    feed_changes.ENCODINGS.forget()
     gc.collect()
     malloc_arenas.trim()
 

@@ -663,3 +663,19 @@ def test_a_prune_past_the_log_while_it_reads_starts_it_again():
     observe(3, FakeWorld(5), {'c': record('c', 5)}, [], [], FakeWorld(3))
     assert feed.log.after(3) is None
     assert feed.log.after(5) == ([], 5)
+
+
+def test_the_changes_encodings_are_bounded_in_bytes():
+    """The encodings shared by subscribers are kept up to their budget
+    (the whole log's, 200,000 entries, were 1.1 GiB at 1,000 hosts), and
+    forgotten when the subscribers leave."""
+    encodings = changes.Encodings(most_bytes=10000)
+    for number in range(100):
+        encodings.keep('json', (number, 'p', 'u'), b'x' * 900)
+        encodings.keep('events', (number, 'p', 'u'), b'y' * 950)
+        assert encodings.size <= 10000
+        assert encodings.size == sum(map(len, encodings.json.values())) + \
+            sum(map(len, encodings.events.values()))
+    assert encodings.json and encodings.events
+    encodings.forget()
+    assert encodings.size == 0 and not encodings.json and not encodings.events
