@@ -149,12 +149,23 @@ class Joined:
     cursor, and joining a thousand changes per subscriber was most of
     what 50 of them cost the server."""
 
-    def __init__(self, frame, separator=b'', kept=32):
+    def __init__(self, frame, separator=b'', kept=32,
+                 most_bytes=32 * 1024 * 1024):
         self._frame = frame         # Change -> bytes
         self._separator = separator
         self._kept = collections.OrderedDict()
         self._most = kept
+        # Bytes kept in all: a catch-up of a follower of everything joins
+        # tens of megabytes (32 of them held 1.5 GiB in the bench).
+        self._most_bytes = most_bytes
+        self._size = 0
         self._lock = threading.Lock()
+
+    def forget(self):
+        """Keep nothing (the subscribers have gone)."""
+        with self._lock:
+            self._kept = collections.OrderedDict()
+            self._size = 0
 
     def of(self, cursor, changes, wanted=None):
         """The framed ``changes`` (read after ``cursor`` through the
@@ -170,10 +181,20 @@ class Joined:
         if found is not None and found[0] is first and found[1] is last:
             return found[2]
         joined = self._separator.join(map(self._frame, changes))
+        if len(joined) > self._most_bytes // 4:
+            # Read by one slow follower, most likely: not kept.
+            return joined
         with self._lock:
+            replaced = self._kept.pop(key, None)
+            if replaced is not None:
+                self._size -= len(replaced[2])
             self._kept[key] = (first, last, joined)
-            while len(self._kept) > self._most:
-                self._kept.popitem(last=False)
+            self._size += len(joined)
+            while len(self._kept) > self._most or (
+                    self._size > self._most_bytes):
+                _key, (_first, _last, dropped) = self._kept.popitem(
+                    last=False)
+                self._size -= len(dropped)
         return joined
 
 

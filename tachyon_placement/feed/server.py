@@ -136,11 +136,13 @@ class Stats:
         return dict(vars(self))
 
 
-def give_back_memory():
-    """Forget the changes' encodings kept for the subscribers, collect the
-    cycles they left (their requests and responses), then hand the free
-    memory back to the system."""
+def give_back_memory(feed):
+    """Forget the changes' encodings and the answers kept for the
+    subscribers of ``feed``, collect the cycles they left (their requests
+    and responses), then hand the free memory back to the system."""
     feed_changes.ENCODINGS.forget()
+    feed.json.forget()
+    feed.events.forget()
     gc.collect()
     malloc_arenas.trim()
 
@@ -392,7 +394,8 @@ class FeedServer:
             self._crowd = max(self._crowd, self.limits.held + 1)
             if not self.limits.held and self._crowd >= GIVE_BACK_AFTER:
                 self._crowd = 0
-                self.loop.run_in_executor(self.pool, give_back_memory)
+                self.loop.run_in_executor(self.pool, give_back_memory,
+                                          self.feed)
 
     async def _serve(self, request, client):
         environ = wsgi_environ(request, client)

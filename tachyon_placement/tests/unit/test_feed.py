@@ -679,3 +679,27 @@ def test_the_changes_encodings_are_bounded_in_bytes():
     assert encodings.json and encodings.events
     encodings.forget()
     assert encodings.size == 0 and not encodings.json and not encodings.events
+
+
+def test_joined_answers_are_bounded_in_bytes():
+    """Answers joined for many subscribers are kept up to their budget
+    (32 catch-ups of a follower of everything held 1.5 GiB), one larger
+    than a quarter of it not at all, and none once forgotten."""
+    joined = changes.Joined(lambda change: b'z' * change.cursor,
+                            most_bytes=4000)
+    made = [changes.Change(cursor, changes.PROVIDER, 'p%d' % cursor, None)
+            for cursor in range(1, 200)]
+    for start in range(0, 150, 5):
+        batch = made[start:start + 5]
+        assert joined.of(start, batch) == b''.join(
+            b'z' * change.cursor for change in batch)
+        assert joined._size <= 4000
+        assert joined._size == sum(len(kept[2]) for kept in
+                                   joined._kept.values())
+    # Kept: the same bytes object for the same read.
+    recent = made[10:13]
+    assert joined.of(10, recent) is joined.of(10, recent)
+    large = made[190:199]
+    assert joined.of(190, large) is not joined.of(190, large)
+    joined.forget()
+    assert joined._size == 0 and not joined._kept
