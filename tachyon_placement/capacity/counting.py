@@ -61,13 +61,13 @@ def replay(requests, room, place=None):
 
 @dataclasses.dataclass(frozen=True)
 class Capacity:
-    """``hosts``: {root: instances that fit on that host alone (its tree
-    and the sharing providers reaching it, claimed by nothing else)}, in
-    the candidates' order; ``total``: instances that fit in the whole
-    cloud (less than the sum of the hosts' when they compete for a
-    sharing provider); ``claims``: {root: instances of the total claimed
-    there}; ``shared``: whether a candidate takes from a sharing
-    provider of another tree."""
+    """``hosts``: {root: instances that fit on the candidates placed at
+    that root alone (see Counting), claimed by nothing else}, in the
+    order of their first candidates; ``total``: instances that fit in
+    the whole cloud (less than the sum of the hosts' when they compete
+    for a sharing provider); ``claims``: {root: instances of the total
+    whose claims land there}; ``shared``: whether a candidate takes from
+    a sharing provider of another tree."""
     hosts: dict
     total: int
     claims: dict
