@@ -37,8 +37,12 @@ WRITERS = 4
 # Seconds between subscribers connecting (or disconnecting) and the turn's
 # first measured request.
 SETTLE = 2
-# Seconds after the last turn before the feed server's RSS is read again.
-LEFT_SETTLE = 10
+# After the last turn the feed server's RSS is read again once it holds
+# no subscriber (the streams of readers that stalled are cut up to its
+# GRACE, 60 s, after their last event) and LEFT_SETTLE seconds more (it
+# gives memory back in its pool); LEFT_WAIT at most.
+LEFT_SETTLE = 5
+LEFT_WAIT = 120
 
 
 class Pinning:
@@ -105,6 +109,42 @@ class FeedServer:
         redis-server it started; none with Neo4j or read_replica off."""
         return [pid for pid in _engine_pids()
                 if self.proc and _parent(pid) == self.proc.pid]
+
+    def connections(self):
+        """Connections it holds open (the kernel's table: its metrics
+        route is off in the bench's configuration)."""
+        held = 0
+        for table in ('/proc/net/tcp', '/proc/net/tcp6'):
+            try:
+                with open(table) as lines:
+                    next(lines)
+                    for line in lines:
+                        fields = line.split()
+                        port = int(fields[1].rsplit(':', 1)[1], 16)
+                        # Neither listening (0A) nor closed (06 TIME_WAIT,
+                        # 07 CLOSE).
+                        if port == self.port and fields[3] not in (
+                                '0A', '06', '07'):
+                            held += 1
+            except OSError:
+                pass
+        return held
+
+    def left(self):
+        """Waits until it holds no connection, then LEFT_SETTLE seconds;
+        (seconds waited, its RSS every second meanwhile, in MiB)."""
+        began = time.monotonic()
+        series = []
+        settled = None
+        while time.monotonic() - began < LEFT_WAIT:
+            series.append(round(sum(svcs.rss_kib(pid) or 0
+                                    for pid in self.pids()) / 1024.0, 1))
+            if settled is None and not self.connections():
+                settled = time.monotonic() + LEFT_SETTLE
+            if settled is not None and time.monotonic() >= settled:
+                break
+            time.sleep(1)
+        return round(time.monotonic() - began, 1), series
 
     def slow_readers(self):
         """Subscribers it cut for not reading since it started (its log,
@@ -633,8 +673,9 @@ def run(client, tachyon, cloud, args, record, started, say):
             0: lambda: api_pids() + engine_pids + [os.getpid()],
             1: lambda: (feed_pids() + [subscribers.pid] + [
                 child.pid for child, _ in writing.children])})
-    # The feed server's RSS before the first subscriber came, and once
-    # the last had left (its log as full either time).
+    # The feed server's RSS before the first subscriber came (its log of
+    # recent changes still empty: it fills for subscribers), and once the
+    # last had left (and it forgot what it kept for them).
     feed_rss_before = feed_rss_after = None
     try:
         for subscribed in order:
@@ -683,7 +724,7 @@ def run(client, tachyon, cloud, args, record, started, say):
                 feed_rss.append(sampler.stop())
             else:
                 sampler.stop()
-        time.sleep(LEFT_SETTLE)
+        left_seconds, left_series = server.left()
         feed_rss_after = sum(svcs.rss_kib(pid) or 0
                              for pid in server.pids())
     finally:
@@ -732,6 +773,8 @@ def run(client, tachyon, cloud, args, record, started, say):
                 feed_rss_before_mib=round(feed_rss_before / 1024.0, 1),
                 feed_rss_after_leaving_mib=round(
                     feed_rss_after / 1024.0, 1),
+                feed_left_after_s=left_seconds,
+                feed_rss_while_leaving_mib=left_series,
                 pinned=bool(pinning),
                 delivery_ms=delivery, probes=len(probe_latencies))
         results[subscribed] = (entry, put_entry)
@@ -743,14 +786,15 @@ def run(client, tachyon, cloud, args, record, started, say):
                 ', followers got %d-%d changes per turn (%d out of order, '
                 '%d errors, %d refused), %d slow readers cut, feed RSS '
                 '%s MiB (idle %s; %s before the first subscriber, %s once '
-                'the last had left), delivery %s' % (
+                'the last had left, %s s after the last turn), delivery %s'
+                % (
                     min(received), max(received), disordered, poll_errors,
                     refused, entry['feed']['slow_readers_cut'],
                     entry['feed']['feed_rss_max_mib'],
                     entry['feed']['feed_rss_idle_mib'],
                     entry['feed']['feed_rss_before_mib'],
                     entry['feed']['feed_rss_after_leaving_mib'],
-                    delivery)))
+                    entry['feed']['feed_left_after_s'], delivery)))
     say('  cores used while measuring, without and with subscribers: '
         '%s; %s' % (results[False][0]['feed']['cores'],
                     results[True][0]['feed']['cores']))

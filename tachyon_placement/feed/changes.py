@@ -434,6 +434,16 @@ class ChangeLog:
             self.changed.notify_all()
         self._tell()
 
+    def forget(self):
+        """Drop what the log keeps (once its subscribers left: what it
+        held was theirs): complete from its head on, older cursors are
+        answered from the copy of the graph, as after a restart."""
+        with self.changed:
+            self._changes, self._cursors = [], []
+            self._segments = collections.OrderedDict()
+            if self.start is not None:
+                self.start = self.head
+
     def extend(self, from_version, to_version, changes):
         """The changes between two copies of the graph, those with cursors
         in (from_version, to_version].
@@ -482,9 +492,12 @@ class ChangeLog:
             segment = self._segments.get(key)
             if segment is None:
                 segment = Segment(self._changes[first:])
-                self._segments[key] = segment
-                while len(self._segments) > SEGMENTS_KEPT:
-                    self._segments.popitem(last=False)
+                if len(segment.changes) <= SEGMENT_CHANGES_KEPT // 4:
+                    self._segments[key] = segment
+                    while len(self._segments) > SEGMENTS_KEPT or sum(
+                            len(kept.changes) for kept in
+                            self._segments.values()) > SEGMENT_CHANGES_KEPT:
+                        self._segments.popitem(last=False)
         return cut(segment.passing(wanted), limit, head)
 
 
@@ -492,6 +505,11 @@ class ChangeLog:
 # for the subscribers that read them: under a stream of writes those that
 # keep up all read the same one at each mark of the clock.
 SEGMENTS_KEPT = 16
+# The changes those segments hold at most, together (a segment is a copy:
+# the catch-ups of 16 lagging subscribers at distinct cursors of a full
+# log held 1.5 GiB); a catch-up larger than a quarter of it is made for
+# its reader alone and not kept.
+SEGMENT_CHANGES_KEPT = 40000
 
 
 class Segment:

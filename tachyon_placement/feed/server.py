@@ -29,10 +29,12 @@ import concurrent.futures
 import gc
 import io
 import ipaddress
+import os
 import socket
 import sys
 import threading
 import urllib.parse
+import weakref
 
 from aiohttp import web
 from oslo_log import log as logging
@@ -79,8 +81,10 @@ SHUTDOWN_SECONDS = 2.0
 # Once the last of this many subscribers (or more) has left, the memory
 # their connections, buffers and reads took is given back to the system
 # (give_back_memory): without it a 1,000-subscriber run left the server
-# 20-38 MiB larger each time.
+# 20-38 MiB larger each time, and the log of recent changes it filled for
+# them (up to log_size changes, ~1 KiB each) held on.
 GIVE_BACK_AFTER = 100
+GIVE_BACK_DELAY = 2.0
 # Response headers of the application's answer a deferred one keeps.
 KEPT_HEADERS = ('openstack-api-version', 'vary', 'x-openstack-request-id',
                 'content-type', 'cache-control', 'x-accel-buffering')
@@ -137,14 +141,31 @@ class Stats:
 
 
 def give_back_memory(feed):
-    """Forget the changes' encodings and the answers kept for the
-    subscribers of ``feed``, collect the cycles they left (their requests
-    and responses), then hand the free memory back to the system."""
+    """Forget what ``feed`` kept for its subscribers (Feed.forget: the log
+    of recent changes, the answers joined for them, its copy of the graph;
+    the next ones read what they missed anew, as after a restart) and the
+    changes' encodings, collect the cycles they left (their requests and
+    responses), then hand the free memory back to the system: the server
+    is then as large as before they came.  The copy of the graph goes too
+    because it was made while they were there: its records, spread over
+    the memory their connections took, would hold most of it."""
+    before = _rss_mib()
+    feed.forget()
     feed_changes.ENCODINGS.forget()
-    feed.json.forget()
-    feed.events.forget()
     gc.collect()
     malloc_arenas.trim()
+    LOG.info('Change feed: the last subscriber left; memory given back '
+             '(%s MiB -> %s MiB)', before, _rss_mib())
+
+
+def _rss_mib():
+    """This process's resident memory in MiB (None off Linux)."""
+    try:
+        with open('/proc/self/statm') as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf('SC_PAGE_SIZE') // 2 ** 20
 
 
 def call_wsgi(application, environ):
@@ -393,9 +414,15 @@ class FeedServer:
             metrics.feed_subscribers(self.limits.held)
             self._crowd = max(self._crowd, self.limits.held + 1)
             if not self.limits.held and self._crowd >= GIVE_BACK_AFTER:
-                self._crowd = 0
-                self.loop.run_in_executor(self.pool, give_back_memory,
-                                          self.feed)
+                # Once their connections are closed too (they close after
+                # their handlers return).
+                self.loop.call_later(GIVE_BACK_DELAY, self._give_back)
+
+    def _give_back(self):
+        if not self.limits.held and self._crowd >= GIVE_BACK_AFTER:
+            self._crowd = 0
+            self.loop.run_in_executor(self.pool, give_back_memory,
+                                      self.feed)
 
     async def _serve(self, request, client):
         environ = wsgi_environ(request, client)
@@ -564,7 +591,11 @@ class FeedServer:
             position, orjson.dumps({'reason': reason, 'cursor': position}))
         transport = request.transport
         if cut and transport is not None:
-            self.loop.call_later(GRACE, _abort, transport)
+            # A weak reference: a connection that closes meanwhile (its
+            # reader read the rest, or went away) is not held for GRACE,
+            # with its buffer and its request's objects.
+            self.loop.call_later(GRACE, _abort_if_open,
+                                 weakref.ref(transport))
         # A write queues its bytes before it waits for them to drain: a
         # wait cut short leaves them queued.
         wait = 0.05 if cut else self.write_timeout
@@ -579,6 +610,10 @@ class FeedServer:
                 transport.close()       # once what is queued is sent
         except (asyncio.TimeoutError, ConnectionError, RuntimeError):
             _abort(transport)
+
+
+def _abort_if_open(reference):
+    _abort(reference())
 
 
 def _abort(transport):

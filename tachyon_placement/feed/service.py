@@ -54,6 +54,17 @@ class Feed:
         self._floor = (0, None)
         store.worlds.listeners.append(self._observe)
 
+    def forget(self):
+        """Drop what the feed keeps for its subscribers (once they left):
+        the log, the answers joined for them, the consumers seen and the
+        copy of the graph; the next subscriber's read makes them anew, as
+        after a restart."""
+        self.log.forget()
+        self.json.forget()
+        self.events.forget()
+        self._seen.clear()
+        self.store.worlds.forget()
+
     # -- filled by WorldCache ---------------------------------------------
 
     def _observe(self, since, world, changed, deleted, hosts, previous):

@@ -51,6 +51,14 @@ class WorldCache:
         engine whether the graph moved."""
         return self._world
 
+    def forget(self):
+        """Drop the copy (the next read makes one anew): the change feed
+        server's, once its subscribers left, so that what the copy took
+        while they were there (spread over the memory they used) is
+        given back with the rest."""
+        with self._lock:
+            self._world = None
+
     def held_provider_states(self, provider_uuids):
         """{uuid: ProviderState} of ``provider_uuids`` as the process's
         copy of the graph holds them (no I/O: it may be behind), or None

@@ -211,6 +211,9 @@ class FakeStore:
     def current(self, whole=False):
         return None
 
+    def forget(self):
+        self.forgotten = True
+
     def written(self):
         return self.current().version
 
@@ -703,3 +706,65 @@ def test_joined_answers_are_bounded_in_bytes():
     assert joined.of(190, large) is not joined.of(190, large)
     joined.forget()
     assert joined._size == 0 and not joined._kept
+
+
+def test_a_forgotten_log_is_complete_from_its_head_on():
+    """Once its subscribers left the log keeps nothing: older cursors go
+    to the copy of the graph (as after a restart), the next copies extend
+    it from its head."""
+    log = changes.ChangeLog()
+    log.reset(0)
+    log.extend(0, 3, [C(1, 'a'), C(2, 'b'), C(3, 'c')])
+    assert log.after(1) == ([C(2, 'b'), C(3, 'c')], 3)
+    assert log._segments
+    log.forget()
+    assert log.after(0) is None and log.after(2) is None
+    assert log.after(3) == ([], 3)
+    assert not log._changes and not log._cursors and not log._segments
+    log.extend(3, 4, [C(4, 'd')])
+    assert log.after(3) == ([C(4, 'd')], 4)
+    # A log never started stays so.
+    fresh = changes.ChangeLog()
+    fresh.forget()
+    assert fresh.start is None and fresh.after(0) is None
+
+
+def test_giving_back_memory_forgets_what_the_subscribers_held():
+    from tachyon_placement.feed import server
+    from tachyon_placement.feed import service
+
+    store = FakeStore()
+    feed = service.Feed(store)
+    feed.keeps_log = True
+    observe = store.listeners[0]
+    observe(1, FakeWorld(2), {'a': record('a', 2)}, [], [], FakeWorld(1))
+    observe(2, FakeWorld(3), {'b': record('b', 3)}, [], [], FakeWorld(2))
+    assert [change.key for change in feed.log.after(2)[0]] == ['b']
+    changes.ENCODINGS.keep('json', ('b', 3), b'{}')
+    feed._seen['m'] = (('a',), frozenset(['VCPU']))
+    server.give_back_memory(feed)
+    assert feed.log.after(2) is None and feed.log.after(3) == ([], 3)
+    assert changes.ENCODINGS.size == 0
+    # The copy of the graph and the consumers seen go too (made anew by
+    # the next read).
+    assert store.forgotten and not feed._seen
+
+
+def test_the_segments_kept_are_bounded_in_changes(monkeypatch):
+    """Segments are copies of the log after a cursor: those kept for the
+    subscribers hold SEGMENT_CHANGES_KEPT changes at most together, and a
+    catch-up over a quarter of it is answered without being kept."""
+    monkeypatch.setattr(changes, 'SEGMENT_CHANGES_KEPT', 40)
+    log = changes.ChangeLog()
+    log.reset(0)
+    log.extend(0, 100, [C(n, 'p%d' % n) for n in range(1, 101)])
+    # A long catch-up: answered whole, not kept.
+    found, head = log.after(0)
+    assert len(found) == 100 and head == 100 and not log._segments
+    for cursor in range(90, 100):
+        assert [change.cursor for change in log.after(cursor)[0]] == list(
+            range(cursor + 1, 101))
+        assert sum(len(kept.changes) for kept in
+                   log._segments.values()) <= 40
+    # The latest are kept (the oldest go first).
+    assert (99, 100) in {key[:2] for key in log._segments}
