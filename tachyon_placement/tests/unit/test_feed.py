@@ -648,11 +648,8 @@ def test_a_consumer_not_seen_before_its_move_passes_every_filter():
         'm']
 
 
-def test_a_prune_past_the_log_while_it_reads_starts_it_again():
-    """The deletions after the previous copy are read after the copy
-    moved: a prune in between may have taken some (their tombstones), so
-    the log starts again at the new copy rather than keep a gap (older
-    cursors go to the graph, whose floor then answers 410)."""
+def _feed_with_a_log():
+    """(store, a feed server's Feed whose log holds 'b' after 2)."""
     from tachyon_placement.feed import service
 
     store = FakeStore()
@@ -661,6 +658,16 @@ def test_a_prune_past_the_log_while_it_reads_starts_it_again():
     observe = store.listeners[0]
     observe(1, FakeWorld(2), {'a': record('a', 2)}, [], [], FakeWorld(1))
     observe(2, FakeWorld(3), {'b': record('b', 3)}, [], [], FakeWorld(2))
+    return store, feed
+
+
+def test_a_prune_past_the_log_while_it_reads_starts_it_again():
+    """The deletions after the previous copy are read after the copy
+    moved: a prune in between may have taken some (their tombstones), so
+    the log starts again at the new copy rather than keep a gap (older
+    cursors go to the graph, whose floor then answers 410)."""
+    store, feed = _feed_with_a_log()
+    observe = store.listeners[0]
     assert feed.log.after(2)[1] == 3
     store.floor = lambda: 4
     observe(3, FakeWorld(5), {'c': record('c', 5)}, [], [], FakeWorld(3))
@@ -731,14 +738,8 @@ def test_a_forgotten_log_is_complete_from_its_head_on():
 
 def test_giving_back_memory_forgets_what_the_subscribers_held():
     from tachyon_placement.feed import server
-    from tachyon_placement.feed import service
 
-    store = FakeStore()
-    feed = service.Feed(store)
-    feed.keeps_log = True
-    observe = store.listeners[0]
-    observe(1, FakeWorld(2), {'a': record('a', 2)}, [], [], FakeWorld(1))
-    observe(2, FakeWorld(3), {'b': record('b', 3)}, [], [], FakeWorld(2))
+    store, feed = _feed_with_a_log()
     assert [change.key for change in feed.log.after(2)[0]] == ['b']
     changes.ENCODINGS.keep('json', ('b', 3), b'{}')
     feed._seen['m'] = (('a',), frozenset(['VCPU']))
