@@ -140,15 +140,32 @@ class RequestLog(request_id.RequestId):
         # parses.
         LOG.info('%(addr)s "%(method)s %(uri)s" status: %(status)s '
                  'len: %(len)s microversion: %(version)s time: %(time).6f',
-                 {'addr': req.remote_addr or '-', 'method': req.method,
-                  'uri': _uri(req.environ), 'status': response.status_code,
+                 {'addr': printable(req.remote_addr or '-'),
+                  'method': printable(req.method),
+                  'uri': printable(_uri(req.environ)),
+                  'status': response.status_code,
                   'len': response.content_length,
-                  'version': req.environ.get(
+                  'version': printable(str(req.environ.get(
                       microversion.TACHYON_ENVIRON,
                       req.environ.get(microversion.MICROVERSION_ENVIRON,
-                                      '-')),
+                                      '-')))),
                   'time': time.monotonic() - started})
         return response
+
+
+# What a logged request field may not hold as it came: control characters
+# (a %0a in a request target would start a forged line of its own), and
+# the quote and backslash of the quoted request line, escaped as Apache's
+# access log does (\xNN, \", \\).
+_ESCAPED = {code: '\\x%02x' % code
+            for code in list(range(0x20)) + list(range(0x7f, 0xa0))}
+_ESCAPED.update({ord('"'): '\\"', ord('\\'): '\\\\',
+                 0x2028: '\\u2028', 0x2029: '\\u2029'})
+
+
+def printable(text):
+    """``text`` as a log line may hold it: one line, unambiguous."""
+    return text.translate(_ESCAPED)
 
 
 def _uri(environ):
