@@ -130,6 +130,7 @@ class RequestLog(request_id.RequestId):
         accept = req.environ.get('HTTP_ACCEPT')
         if not accept or accept == '*/*':
             req.environ['HTTP_ACCEPT'] = wsgi.JSON
+            req.environ[wsgi.ENV_ACCEPTS_ANY] = True
         response = req.get_response(self.application)
         for header in [request_id.HTTP_RESP_HEADER_REQUEST_ID] + list(
                 self.compat_headers):

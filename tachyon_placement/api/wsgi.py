@@ -33,6 +33,10 @@ ENV_QUERY_CHECKED = 'tachyon.query_checked'
 # The StoreView of the stores the handler serving the request named
 # (handler's ``uses``).
 ENV_STORES = 'tachyon.stores'
+# Set when the client sent no Accept, or */* (the API then asks for JSON
+# on its behalf, so that errors are JSON as in Placement): a route that
+# gives another type (the metrics' text format) still answers it.
+ENV_ACCEPTS_ANY = 'tachyon.accepts_any'
 JSON = 'application/json'
 
 _FORMAT_CHECKER = jsonschema.FormatChecker()
@@ -398,7 +402,8 @@ def handler(min_version=None, max_version=None, accept=None, content=None,
             req.environ[ENV_STORES] = StoreView(req.app.store, uses)
             if not (low <= req.version <= high):
                 raise errors.NotFound(None)
-            if accept and req.accept:
+            if accept and req.accept and not req.environ.get(
+                    ENV_ACCEPTS_ANY):
                 if not req.accept.acceptable_offers([accept]):
                     raise errors.NotAcceptable(
                         'Only %(type)s is provided' % {'type': accept})

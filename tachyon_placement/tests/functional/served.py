@@ -245,11 +245,13 @@ class ServedFeed:
 
 
 def scrape_metrics(base, token='admin', accept='text/plain'):
-    """(status, Content-Type, text) of GET /tachyon/monitoring/metrics."""
+    """(status, Content-Type, text) of GET /tachyon/monitoring/metrics
+    (``accept`` None: no Accept header)."""
     request = urllib.request.Request(base + '/tachyon/monitoring/metrics')
     if token:
         request.add_header('x-auth-token', token)
-    request.add_header('accept', accept)
+    if accept is not None:
+        request.add_header('accept', accept)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return (response.status, response.headers['Content-Type'],

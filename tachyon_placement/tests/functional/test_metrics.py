@@ -151,6 +151,14 @@ def test_prometheus_scrapes_what_every_worker_counted(metrics_api, tmp_path):
     # Without a token: refused, like every Tachyon route; JSON only: 406.
     assert served.scrape_metrics(api.url, token=None)[0] == 401
     assert served.scrape_metrics(api.url, accept='application/json')[0] == 406
+    # curl's */*, no Accept at all, or any that admits text/plain: the
+    # text format (the API asks for JSON errors on their behalf only).
+    for accept in ('*/*', None, 'text/*',
+                   'application/json, text/plain;q=0.1'):
+        status, content_type, text = served.scrape_metrics(api.url,
+                                                           accept=accept)
+        assert status == 200 and content_type.startswith('text/plain'), (
+            accept, status, text[:300])
 
 
 def _health(base):
