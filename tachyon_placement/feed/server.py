@@ -145,10 +145,11 @@ def give_back_memory(feed):
     of recent changes, the answers joined for them, its copy of the graph;
     the next ones read what they missed anew, as after a restart) and the
     changes' encodings, collect the cycles they left (their requests and
-    responses), then hand the free memory back to the system: the server
-    is then as large as before they came.  The copy of the graph goes too
-    because it was made while they were there: its records, spread over
-    the memory their connections took, would hold most of it."""
+    responses), then hand the free memory back to the system (what the
+    allocators can: CPython keeps an arena that holds any live block).
+    The copy of the graph goes too because it was made while they were
+    there: its records, spread over the memory their connections took,
+    would hold much of it."""
     before = _rss_mib()
     feed.forget()
     feed_changes.ENCODINGS.forget()
