@@ -8,6 +8,7 @@ never all in memory at once.  Timestamps are UTC (Placement writes
 """
 import calendar
 import datetime
+import os
 
 import sqlalchemy
 
@@ -168,7 +169,15 @@ class PlacementDatabase:
             return '<unparsable URL>'
 
     def check(self):
-        """Raises NotAPlacementDatabase unless every table is there."""
+        """Raises NotAPlacementDatabase unless every table is there (a
+        SQLite file that does not exist is not made by looking)."""
+        url = self.engine.url
+        if url.get_backend_name() == 'sqlite' and url.database and (
+                url.database != ':memory:' and not url.database.startswith(
+                    'file:') and not os.path.exists(url.database)):
+            raise NotAPlacementDatabase(
+                '%s does not exist: not an openstack-placement database'
+                % self.describe(self.url))
         try:
             present = set(sqlalchemy.inspect(self.engine).get_table_names())
         except sqlalchemy.exc.SQLAlchemyError as exc:

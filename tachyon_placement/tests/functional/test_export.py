@@ -101,3 +101,5 @@ def test_export_refuses_a_database_without_placement_tables(api, tmp_path):
     done = _export(api, url)
     assert done.returncode == 3, done.stdout + done.stderr
     assert 'placement-manage db sync' in done.stderr, done.stderr
+    # Refused without leaving an empty database file behind.
+    assert not (tmp_path / 'nothing.sqlite').exists()

@@ -3,6 +3,7 @@ through its own API on Debian's MariaDB (and on SQLite), copied into the
 graph; afterwards Tachyon answers what Placement answers."""
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -376,8 +377,15 @@ def test_a_batch_size_must_be_positive(tmp_path):
 
 
 def test_not_a_placement_database(tmp_path):
-    database = placement_source.PlacementDatabase(
-        'sqlite:///%s' % (tmp_path / 'empty.sqlite'))
+    empty = tmp_path / 'empty.sqlite'
+    sqlite3.connect(str(empty)).close()
+    database = placement_source.PlacementDatabase('sqlite:///%s' % empty)
     with pytest.raises(placement_source.NotAPlacementDatabase) as exc:
         database.check()
     assert 'no resource_classes' in str(exc.value)
+    # A file that is not there is not made by looking at it.
+    missing = tmp_path / 'missing.sqlite'
+    database = placement_source.PlacementDatabase('sqlite:///%s' % missing)
+    with pytest.raises(placement_source.NotAPlacementDatabase) as exc:
+        database.check()
+    assert 'does not exist' in str(exc.value) and not missing.exists()
