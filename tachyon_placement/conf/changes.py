@@ -66,7 +66,7 @@ changes_opts = [
              'SCHED_IDLE is not available, ``nice`` applies).'),
     cfg.IntOpt(
         'nice', default=10, min=0, max=19,
-        help='Niceness tachyon-feed gives itself at start when cpu_policy '
+        help='Niceness tachyon-feed raises itself to at start when cpu_policy '
              'is nice (0: the same priority as the API).'),
     cfg.BoolOpt(
         'read_replica', default=True,
@@ -87,6 +87,21 @@ changes_opts = [
              'checks (authentication, policy, the first changes) through '
              'the API\'s own handlers, and reads of cursors older than '
              'its log.'),
+    cfg.IntOpt(
+        'restart_after_subscribers', default=100, min=0,
+        help='tachyon-feed starts itself anew once the last of at least '
+             'this many subscribers (held at once) has left and none came '
+             'for two seconds: the same process id and listening socket, '
+             'so a connection made meanwhile waits in the socket\'s '
+             'backlog for the second or two it takes, never refused. '
+             'What a crowd of subscribers took (their connections, '
+             'buffers, the log of recent changes filled for them) is '
+             'then given back to the system whole: a process can give '
+             'back only part of it (CPython keeps each memory arena that '
+             'holds one live object), and a 1,000-subscriber run left it '
+             'at 2.5 times its size. 0: never; memory is given back in '
+             'place (what the allocators can). The API\'s built-in feed '
+             'always gives back in place.'),
     cfg.FloatOpt(
         'stream_interval', default=1.0, min=0.05, max=10,
         help='Under a stream of writes, a Server-Sent Events stream sends '

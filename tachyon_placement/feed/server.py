@@ -150,16 +150,16 @@ def give_back_memory(feed):
     The copy of the graph goes too because it was made while they were
     there: its records, spread over the memory their connections took,
     would hold much of it."""
-    before = _rss_mib()
+    before = rss_mib()
     feed.forget()
     feed_changes.ENCODINGS.forget()
     gc.collect()
     malloc_arenas.trim()
     LOG.info('Change feed: the last subscriber left; memory given back '
-             '(%s MiB -> %s MiB)', before, _rss_mib())
+             '(%s MiB -> %s MiB)', before, rss_mib())
 
 
-def _rss_mib():
+def rss_mib():
     """This process's resident memory in MiB (None off Linux)."""
     try:
         with open('/proc/self/statm') as statm:
@@ -247,7 +247,11 @@ class FeedServer:
     """The change feed on an asyncio loop; ``application`` the WSGI
     application (deploy.loadapp) whose store is this server's own."""
 
-    def __init__(self, conf, application, adopted=False):
+    def __init__(self, conf, application, adopted=False, crowd_left=None,
+                 crowd=GIVE_BACK_AFTER):
+        """``crowd_left``: called (on the loop) GIVE_BACK_DELAY seconds
+        after the last of at least ``crowd`` subscribers left, none since;
+        by default memory is given back in place (give_back_memory)."""
         self.conf = conf
         options = conf.changes
         self.application = application
@@ -275,6 +279,8 @@ class FeedServer:
         self._moved = None
         # The most subscribers held since memory was last given back.
         self._crowd = 0
+        self._crowd_size = crowd
+        self._crowd_left = crowd_left or self._give_back_in_place
 
     # -- the loop -----------------------------------------------------------
 
@@ -414,16 +420,18 @@ class FeedServer:
             self.limits.give(client)
             metrics.feed_subscribers(self.limits.held)
             self._crowd = max(self._crowd, self.limits.held + 1)
-            if not self.limits.held and self._crowd >= GIVE_BACK_AFTER:
+            if not self.limits.held and self._crowd >= self._crowd_size:
                 # Once their connections are closed too (they close after
                 # their handlers return).
                 self.loop.call_later(GIVE_BACK_DELAY, self._give_back)
 
     def _give_back(self):
-        if not self.limits.held and self._crowd >= GIVE_BACK_AFTER:
+        if not self.limits.held and self._crowd >= self._crowd_size:
             self._crowd = 0
-            self.loop.run_in_executor(self.pool, give_back_memory,
-                                      self.feed)
+            self._crowd_left()
+
+    def _give_back_in_place(self):
+        self.loop.run_in_executor(self.pool, give_back_memory, self.feed)
 
     async def _serve(self, request, client):
         environ = wsgi_environ(request, client)

@@ -518,3 +518,57 @@ def test_a_cursor_below_the_retention_gets_410_from_every_log(tmp_path):
             feed.stop()
     finally:
         api.stop()
+
+
+@pytest.mark.parametrize('feed_server', [
+    'restart_after_subscribers = 3\n'], indirect=True)
+def test_the_feed_server_starts_anew_once_a_crowd_has_left(api, feed_server):
+    """What a crowd of subscribers took is given back whole by starting
+    anew (exec, the same process id and listening socket): a request made
+    meanwhile waits in the socket's backlog and is answered, and a cursor
+    read before goes on after it (the log is read anew, as after any
+    restart)."""
+    pid = feed_server.process.pid
+    replicas = _replicas(pid)
+    cursor = _ok(api.request('GET', '/tachyon/changes', version='1.0',
+                             service='tachyon'))['cursor']
+    crowd = [_open(feed_server) for _ in range(3)]
+    assert all(' 200 ' in opened[2] for opened in crowd)
+    before = _ok(api.request('POST', '/resource_providers',
+                             {'name': 'before-the-crowd-left'}))
+    for opened in crowd:
+        assert _events(opened[1], _change_of(before['uuid']))
+        _close(opened)
+    # Asked again and again while it starts anew: each is answered (none
+    # refused, none cut).
+    answered, deadline = 0, time.monotonic() + 60
+    while feed_server.log_tail(20000).count('open files allowed') < 2:
+        assert time.monotonic() < deadline, feed_server.log_tail()
+        status, body = served.json_request(
+            feed_server.url, 'GET', '/tachyon/changes?since=%d' % cursor,
+            version='1.0', service='tachyon')
+        assert status == 200, (status, body)
+        answered += 1
+        time.sleep(0.05)
+    assert answered
+    assert 'starting anew to give their memory back' in (
+        feed_server.log_tail(20000))
+    assert feed_server.process.poll() is None
+    assert feed_server.process.pid == pid
+    # Its replica was stopped with it and made anew (FalkorDB).
+    if not engines.NEO4J_URI:
+        again = _replicas(pid)
+        assert len(again) == 1 and set(again).isdisjoint(replicas), (
+            replicas, again)
+    after = _ok(api.request('POST', '/resource_providers',
+                            {'name': 'after-it-started-anew'}))
+    deadline = time.monotonic() + 30
+    while True:
+        status, body = served.json_request(
+            feed_server.url, 'GET', '/tachyon/changes?since=%d&wait=5'
+            % cursor, version='1.0', service='tachyon')
+        assert status == 200, body
+        seen = [change['uuid'] for change in body['changes']]
+        if after['uuid'] in seen or time.monotonic() > deadline:
+            break
+    assert seen == [before['uuid'], after['uuid']], body
