@@ -34,13 +34,26 @@ def _open(path, mode, compressed=None):
     return open(path, mode, encoding='utf-8')
 
 
+def _private(path, compressed):
+    """A new file at ``path`` for text, readable by this user only (0600
+    whatever the umask: a backup is the whole placement database)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                         0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+    finally:
+        os.close(descriptor)
+    # Opened again by name: truncating keeps the mode.
+    return _open(path, 'w', compressed)
+
+
 class Writer:
     """Writes a backup to ``path`` (through ``path.partial``)."""
 
     def __init__(self, path):
         self.path = path
         self._partial = path + '.partial'
-        self._file = _open(self._partial, 'w', path.endswith('.gz'))
+        self._file = _private(self._partial, path.endswith('.gz'))
         self.nodes = self.relationships = 0
 
     def _line(self, record):

@@ -48,6 +48,67 @@ LINGER_SECONDS = 2.0
 LINGER_BYTES = 64 * 1024 * 1024
 
 
+# How long one read or write of a request's body or answer may wait.  The
+# request's line and headers have [api] request_header_timeout from the
+# connection's acceptance: past it the connection is cut (without it 300
+# half-sent requests held 300 threads as long as their clients liked).
+IDLE_SECONDS = 60.0
+
+
+class Deadlines:
+    """Cuts connections whose deadline passes (one thread for them all):
+    ``watch(sock)`` (``seconds`` from now) until ``forget(sock)``."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self._due = {}
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        threading.Thread(target=self._run, name='tachyon-api-deadlines',
+                         daemon=True).start()
+
+    def watch(self, sock):
+        with self._lock:
+            self._due[sock] = time.monotonic() + self.seconds
+            self._changed.notify()
+
+    def forget(self, sock):
+        """False when ``sock`` was cut meanwhile (what was read of its
+        request ends there: it must not be answered)."""
+        with self._lock:
+            return self._due.pop(sock, None) is not None
+
+    def _run(self):
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                late = [sock for sock, due in self._due.items() if due <= now]
+                for sock in late:
+                    del self._due[sock]
+                wait = min(self._due.values(), default=now + 60) - now
+                if not late:
+                    self._changed.wait(max(0.05, wait))
+                    continue
+            for sock in late:
+                LOG.info('Cut a connection that did not send its request '
+                         'within %g s', self.seconds)
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+class _NoDeadlines:
+    def watch(self, sock):
+        pass
+
+    def forget(self, sock):
+        return True
+
+
+_NO_DEADLINES = _NoDeadlines()
+
+
 # The start of a request line for the change feed.
 FEED_REQUEST = re.compile(rb'^[A-Z]{1,16} /tachyon/changes(/stream)?[? ]')
 # How long a new connection's thread waits for the request line's start.
@@ -80,9 +141,21 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn,
     # connected at once.
     request_queue_size = 128
     feed_front = None
+    deadlines = None
 
     def process_request_thread(self, request, client_address):
+        # Forgotten once the headers are read (QuietHandler.parse_request)
+        # or the connection is handed to the feed server.
+        deadlines = self.deadlines or _NO_DEADLINES
+        deadlines.watch(request)
+        try:
+            self._process(request, client_address, deadlines)
+        finally:
+            deadlines.forget(request)
+
+    def _process(self, request, client_address, deadlines):
         if self.feed_front is not None and _asks_for_feed(request):
+            deadlines.forget(request)
             try:
                 self.feed_front.adopt(request)
             except Exception:  # noqa: BLE001 - the client sees it closed
@@ -136,6 +209,18 @@ def _asks_for_feed(sock):
 
 
 class QuietHandler(simple_server.WSGIRequestHandler):
+    # One read or write of the body or the answer waits this long at most.
+    timeout = IDLE_SECONDS
+
+    def parse_request(self):
+        parsed = super().parse_request()
+        deadlines = self.server.deadlines or _NO_DEADLINES
+        if not deadlines.forget(self.connection):
+            # Cut at the header timeout: the headers "ended" there.
+            self.close_connection = True
+            return False
+        return parsed
+
     def log_message(self, format, *args):
         LOG.debug(format, *args)
 
@@ -175,6 +260,7 @@ def main(argv=None):
         conf.host, conf.port, application,
         server_class=ThreadingWSGIServer, handler_class=QuietHandler)
     server.feed_front = FeedFront(conf)
+    server.deadlines = Deadlines(conf.api.request_header_timeout)
 
     def stop(signum, frame):
         raise SystemExit(0)

@@ -21,6 +21,16 @@ api_opts = [
              "reshaper of 320 providers (4 inventories each) moving the "
              "allocations of 1,000 consumers is 0.56 MB.",
     ),
+    cfg.FloatOpt(
+        'request_header_timeout',
+        default=20.0, min=1.0,
+        help="Seconds the built-in server (tachyon-placement-api) gives a "
+             "new connection to send its request line and headers; past "
+             "it the connection is cut, so that clients that send a "
+             "request slowly (a slowloris) cannot hold the server's "
+             "threads. Under Apache, gunicorn or uwsgi their own settings "
+             "bound it (the production layout in the docs).",
+    ),
 ]
 
 

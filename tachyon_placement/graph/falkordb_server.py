@@ -43,6 +43,7 @@ import os
 import signal
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -463,11 +464,18 @@ class EmbeddedServer(object):
         if len(os.fsencode(in_dir)) <= MAX_SOCKET_PATH:
             return in_dir
         record = self._path(SOCKET_RECORD_NAME)
-        sock = (_read_file(record) or '').strip()
-        if not sock:
-            sock = self._short_socket_path()
+        recorded = (_read_file(record) or '').strip()
+        sock = recorded or self._short_socket_path()
+        try:
+            self._prepare_socket_dir(os.path.dirname(sock))
+        except EmbeddedServerError as exc:
+            # Another local user can make the name first (or a symlink
+            # there): a directory of a new name, made private by mkdtemp.
+            fresh = tempfile.mkdtemp(prefix='tachyon-%d-' % os.geteuid())
+            LOG.warning('%s: the socket goes in %s instead', exc, fresh)
+            sock = os.path.join(fresh, SOCKET_NAME)
+        if sock != recorded:
             _write_file(record, sock + '\n')
-        self._prepare_socket_dir(os.path.dirname(sock))
         return sock
 
     @staticmethod

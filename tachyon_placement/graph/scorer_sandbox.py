@@ -25,9 +25,14 @@ writers back.  A sandbox is a ``redis-server`` with the FalkorDB module
   server (Redis replication), so scorers read the live graph without
   taking the serving server's locks or memory.  Replication needs a TCP
   connection; the embedded server listens on a unix socket only, so the
-  replica connects to a loopback port of this process (``_Relay``) that
-  answers the replica's PING, takes its AUTH only with a secret made for
-  this sandbox, and then relays the connection to the server's socket.
+  replica connects to a loopback port of this process (``Relay``).  Any
+  local user can reach that port, so the relay is a gate, not a pipe: it
+  takes nothing before ``AUTH`` with a secret made for each sandbox
+  start (which never appears on a command line: the sandbox is told it
+  over its own 0700 socket), then passes only the replication commands
+  (REPLCONF, PSYNC, SYNC, PING) to the server and cuts a connection that
+  sends anything else; it serves a few connections at once, each
+  handshake within a few seconds.
 """
 import ctypes
 import hmac
@@ -37,6 +42,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -58,6 +64,26 @@ WATCH_INTERVAL = 0.02
 # Seconds a sandbox may take to start, and to copy the serving graph.
 START_TIMEOUT = 10.0
 SYNC_TIMEOUT = 120.0
+# Sandboxes' directories (in the temporary directory), and the age past
+# which one whose server is gone is removed by the next process that
+# starts a sandbox.
+DIRECTORY_PREFIX = 'tachyon-scorer-'
+STALE_AFTER = 60.0
+_CLEANING = threading.Lock()
+_CLEANED = False
+# What a replica sends the server it replicates (Redis' replication
+# handshake after AUTH, then its acknowledgements): the relay passes
+# these only.
+REPLICATION_COMMANDS = frozenset((b'REPLCONF', b'PSYNC', b'SYNC', b'PING'))
+# The relay's bounds: connections being authenticated at once (a thread
+# each, for RELAY_HANDSHAKE_SECONDS at most), connections relayed at
+# once (a replica's two: Redis 8 sends the copy of the graph on a channel
+# of its own beside the replication link; and those of the one replacing
+# it while the first one's close), and its listen backlog.
+RELAY_HANDSHAKES = 4
+RELAY_HANDSHAKE_SECONDS = 5.0
+RELAY_CONNECTIONS = 4
+RELAY_BACKLOG = 8
 # Beyond the query's own timeout, before the watchdog kills a sandbox
 # whose query does not answer (FalkorDB does not interrupt a list being
 # built, nor its parser).
@@ -88,13 +114,64 @@ def _names(header):
 def _child_setup():
     """In the sandbox before it runs: a lower priority than the API, and
     killed with the thread that started it (a sandbox outliving its
-    process would hold its memory for nothing)."""
+    process would hold its memory for nothing); what it writes (a replica's
+    dump.rdb is a whole copy of the graph) readable by this user only."""
+    os.umask(0o077)
     os.nice(10)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+
+
+def clean_stale_directories(parent=None, older_than=STALE_AFTER):
+    """Remove the directories of sandboxes that are gone (a process killed
+    with -9 leaves its sandboxes' directories, one holding a replica's
+    dump.rdb, a whole copy of the graph): this user's, older than
+    ``older_than`` seconds, whose socket no server listens on.  Once per
+    process; the names removed."""
+    global _CLEANED
+    with _CLEANING:
+        if _CLEANED:
+            return []
+        _CLEANED = True
+    parent = parent or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(DIRECTORY_PREFIX):
+            continue
+        path = os.path.join(parent, name)
+        try:
+            found = os.lstat(path)
+        except OSError:
+            continue
+        if (not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid()
+                or time.time() - found.st_mtime < older_than
+                or _listened_on(os.path.join(path, 's.sock'))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(name)
+    if removed:
+        LOG.info('Removed %d directories of sandboxes that are gone',
+                 len(removed))
+    return removed
+
+
+def _listened_on(path):
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
 def _rss(pid):
@@ -144,7 +221,8 @@ class Sandbox:
 
     def start(self):
         redis_server, module = self._binaries or _binaries()
-        self._dir = tempfile.mkdtemp(prefix='tachyon-scorer-')
+        clean_stale_directories()
+        self._dir = tempfile.mkdtemp(prefix=DIRECTORY_PREFIX)
         sock = os.path.join(self._dir, 's.sock')
         timeout_ms = str(max(1, int(self.bounds.timeout * 1000)))
         command = [
@@ -154,11 +232,6 @@ class Sandbox:
             '--logfile', os.path.join(self._dir, 'log'),
             '--crash-log-enabled', 'no', '--crash-memcheck-enabled', 'no',
             '--always-show-logo', 'no']
-        if self._replica_of is not None:
-            host, port, secret = self._replica_of
-            command += ['--replicaof', host, str(port),
-                        '--masterauth', secret, '--replica-read-only', 'yes',
-                        '--repl-diskless-load', 'on-empty-db']
         command += [
             '--loadmodule', module, 'THREAD_COUNT', '1',
             'OMP_THREAD_COUNT', '1', 'TIMEOUT_MAX', timeout_ms,
@@ -189,6 +262,7 @@ class Sandbox:
             self._client.execute_command('GRAPH.QUERY', self.graph,
                                          'RETURN 0')
         else:
+            self._follow(*self._replica_of)
             self._wait_synced()
         if self._watch_memory:
             self._limit = _rss(self._proc.pid) + (
@@ -196,6 +270,21 @@ class Sandbox:
         threading.Thread(target=self._watch, name='scorer-sandbox-watch',
                          daemon=True).start()
         return self
+
+    def _follow(self, host, port, secret):
+        """Make the sandbox a replica of ``host``:``port``, told the
+        secret over its own socket: on its command line (--masterauth) any
+        local user could read it in /proc."""
+        try:
+            for name, value in (('masterauth', secret),
+                                ('replica-read-only', 'yes'),
+                                ('repl-diskless-load', 'on-empty-db')):
+                self._client.config_set(name, value)
+            self._client.execute_command('REPLICAOF', host, str(port))
+        except redis.exceptions.RedisError as exc:
+            self.stop()
+            raise SandboxError('the scorer sandbox could not follow the '
+                               'graph server: %s' % exc) from exc
 
     def _wait_synced(self):
         deadline = time.monotonic() + SYNC_TIMEOUT
@@ -355,22 +444,32 @@ class Sandbox:
 
 
 class Relay:
-    """A loopback TCP port that lets one sandbox replicate the serving
-    server: it answers PING, requires ``AUTH <secret>`` (the sandbox's
-    masterauth), then relays bytes to ``connect()`` (a socket to the
-    serving server, authenticated there if it needs it)."""
+    """A loopback TCP port through which a sandbox replicates the serving
+    server (see the module): nothing before ``AUTH <secret>`` (a PING is
+    answered NOAUTH, as Redis' replicas expect), then only the
+    replication commands are passed to ``connect()`` (a socket to the
+    serving server, authenticated there if it needs it); anything else
+    cuts the connection.  ``rotate()`` makes a new secret (one per
+    sandbox start)."""
 
     def __init__(self, connect):
         self._connect = connect
         self.secret = secrets.token_hex(24)
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.bind(('127.0.0.1', 0))
-        self._listener.listen(4)
+        self._listener.listen(RELAY_BACKLOG)
         self.port = self._listener.getsockname()[1]
         self._closed = False
         self._sockets = set()
+        self._handshakes = threading.BoundedSemaphore(RELAY_HANDSHAKES)
+        self._relayed = threading.BoundedSemaphore(RELAY_CONNECTIONS)
         threading.Thread(target=self._accept, name='scorer-sandbox-relay',
                          daemon=True).start()
+
+    def rotate(self):
+        """A new secret: a connection that knew the last one is refused."""
+        self.secret = secrets.token_hex(24)
+        return self.secret
 
     def _accept(self):
         while not self._closed:
@@ -378,55 +477,114 @@ class Relay:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            # A thread per handshake, a few at once: past them a
+            # connection is closed at once (the replica retries each
+            # second).
+            if not self._handshakes.acquire(blocking=False):
+                client.close()
+                continue
             threading.Thread(target=self._serve, args=(client,),
+                             name='scorer-sandbox-relay-connection',
                              daemon=True).start()
 
     @staticmethod
-    def _read_command(client, buffered):
+    def _read_command(client, buffered, deadline=None):
         """One RESP array command from ``client`` (reading more as
-        needed): (list of bytes, the bytes after it)."""
+        needed, until ``deadline``, a monotonic time): (list of bytes, its
+        bytes, the bytes after it)."""
         data = buffered
         while True:
             parsed = _parse_command(data)
             if parsed is not None:
-                return parsed
+                arguments, rest = parsed
+                return arguments, data[:len(data) - len(rest)], rest
             if len(data) > 4096:
-                raise ValueError('handshake too long')
+                raise ValueError('command too long')
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ValueError('too slow')
+                client.settimeout(remaining)
             chunk = client.recv(4096)
             if not chunk:
                 raise ValueError('closed')
             data += chunk
 
+    def _authenticate(self, client):
+        """The bytes after a good ``AUTH <secret>`` (ValueError for
+        anything else; a PING before it is answered NOAUTH)."""
+        deadline = time.monotonic() + RELAY_HANDSHAKE_SECONDS
+        rest = b''
+        for _attempt in range(2):
+            rest = rest.lstrip(b'\r\n')
+            command, _raw, rest = self._read_command(client, rest, deadline)
+            verb = command[0].upper() if command else b''
+            if verb == b'AUTH' and len(command) == 2 and hmac.compare_digest(
+                    command[1], self.secret.encode()):
+                client.sendall(b'+OK\r\n')
+                return rest
+            client.sendall(b'-NOAUTH Authentication required.\r\n')
+            if verb != b'PING':
+                break
+        raise ValueError('refused')
+
     def _serve(self, client):
-        client.settimeout(10)
         upstream = None
         try:
-            rest = b''
-            while True:
-                command, rest = self._read_command(client, rest)
-                verb = command[0].upper() if command else b''
-                if verb == b'PING':
-                    client.sendall(b'+PONG\r\n')
-                    continue
-                if verb == b'AUTH' and hmac.compare_digest(
-                        command[-1], self.secret.encode()):
-                    client.sendall(b'+OK\r\n')
-                    break
-                client.sendall(b'-NOAUTH Authentication required.\r\n')
-                raise ValueError('refused')
-            upstream = self._connect()
+            try:
+                rest = self._authenticate(client)
+            finally:
+                self._handshakes.release()
+            if not self._relayed.acquire(blocking=False):
+                raise ValueError('busy')
         except (OSError, ValueError):
             client.close()
-            if upstream is not None:
-                upstream.close()
             return
-        client.settimeout(None)
-        self._sockets.update((client, upstream))
-        if rest:
-            upstream.sendall(rest)
-        threading.Thread(target=_pipe, args=(upstream, client),
-                         daemon=True).start()
-        _pipe(client, upstream)
+        try:
+            try:
+                upstream = self._connect()
+            except OSError:
+                return
+            client.settimeout(None)
+            self._sockets.update((client, upstream))
+            threading.Thread(target=_pipe, args=(upstream, client),
+                             name='scorer-sandbox-relay-stream',
+                             daemon=True).start()
+            self._gate(client, upstream, rest)
+        finally:
+            self._relayed.release()
+            for sock in (client, upstream):
+                if sock is not None:
+                    _shut(sock)
+                    sock.close()
+                    self._sockets.discard(sock)
+
+    @classmethod
+    def _gate(cls, client, upstream, rest):
+        """Pass the replica's commands to the server while they are
+        replication commands (and the newlines a loading replica sends to
+        keep its link); anything else ends the connection."""
+        while True:
+            newlines = len(rest) - len(rest.lstrip(b'\r\n'))
+            if newlines:
+                upstream.sendall(rest[:newlines])
+                rest = rest[newlines:]
+            try:
+                command, raw, rest = cls._read_command(client, rest)
+            except OSError:
+                return
+            except ValueError as exc:
+                if str(exc) != 'closed':
+                    LOG.warning('The replication relay cut a connection: '
+                                '%s', exc)
+                return
+            verb = command[0].upper() if command else b''
+            if verb not in REPLICATION_COMMANDS:
+                LOG.warning('The replication relay cut a connection that '
+                            'sent %r, not a replication command',
+                            verb[:32])
+                return
+            upstream.sendall(raw)
 
     def close(self):
         self._closed = True
@@ -435,11 +593,15 @@ class Relay:
         except OSError:
             pass
         for sock in list(self._sockets):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _shut(sock)
             sock.close()
+
+
+def _shut(sock):
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _parse_command(data):
@@ -453,8 +615,9 @@ def _parse_command(data):
     if end < 0:
         return None
     count = int(data[1:end])
-    if not 0 < count <= 8:
-        raise ValueError('not a handshake command')
+    if not 0 < count <= 32:
+        raise ValueError('not a replication command (%d arguments)'
+                         % count)
     position = end + 2
     arguments = []
     for _ in range(count):
@@ -511,10 +674,7 @@ def _pipe(source, target):
     except OSError:
         pass
     for sock in (source, target):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        _shut(sock)
 
 
 def check(text, bounds, **binaries):
@@ -567,7 +727,7 @@ class Replica:
             _sync_at_once(self._connect)
         self._sandbox = Sandbox(
             self.bounds,
-            replica_of=('127.0.0.1', self._relay.port, self._relay.secret),
+            replica_of=('127.0.0.1', self._relay.port, self._relay.rotate()),
             graph=self.graph, **self._options).start()
 
     def _stop_sandbox(self):

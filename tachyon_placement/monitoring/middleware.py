@@ -1,10 +1,20 @@
 """The WSGI layer that times every request for the metrics."""
+import re
 import time
 
 from tachyon_placement.monitoring import metrics
 
 # A request no route matched.
 UNMATCHED = 'unmatched'
+# Every label takes a bounded set of values whatever clients send: a
+# method, a status or a version outside them is counted as OTHER (one
+# series per distinct method of unauthenticated requests grew the
+# exposition to 42,000 lines after 2,000 requests, 3.2 s a scrape).
+OTHER = 'other'
+METHODS = frozenset(('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
+                     'OPTIONS'))
+VERSION = re.compile(r'[0-9]{1,2}\.[0-9]{1,3}')
+CODE = re.compile(r'[a-z][a-z0-9_.]{0,79}')
 
 
 class RequestMetrics:
@@ -43,6 +53,20 @@ class RequestMetrics:
                         if environ.get(key) is not None), None)
         metrics.request(
             environ.get(self.route_key, UNMATCHED),
-            environ.get('REQUEST_METHOD', '-'), status,
-            str(version) if version is not None else '-',
-            time.monotonic() - started, environ.get(self.code_key))
+            bounded_method(environ.get('REQUEST_METHOD')),
+            status if 100 <= status <= 599 else 0,
+            _within(version, VERSION) if version is not None else '-',
+            time.monotonic() - started,
+            _within(environ.get(self.code_key), CODE))
+
+
+def bounded_method(method):
+    """The method's label: one of METHODS, or OTHER."""
+    return method if method in METHODS else OTHER
+
+
+def _within(value, pattern):
+    if value is None:
+        return None
+    value = str(value)
+    return value if pattern.fullmatch(value) else OTHER

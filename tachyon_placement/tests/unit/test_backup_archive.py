@@ -55,6 +55,21 @@ def test_a_gz_name_is_compressed(tmp_path):
     assert archive.check(path, LABELS, KINDS)['nodes'] == 3
 
 
+@pytest.mark.parametrize('name', ['b.jsonl', 'b.jsonl.gz'])
+def test_a_backup_is_readable_by_its_owner_only(tmp_path, name):
+    """A backup is the whole placement database: 0600 under any umask
+    (under 022 it was 0644), a partial one left before included."""
+    (tmp_path / (name + '.partial')).write_text('old')
+    os.chmod(tmp_path / (name + '.partial'), 0o644)
+    umask = os.umask(0)
+    try:
+        path = _write(tmp_path / name)
+    finally:
+        os.umask(umask)
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o600)
+    assert archive.check(path, LABELS, KINDS)['nodes'] == 3
+
+
 def test_an_abandoned_backup_leaves_no_file(tmp_path):
     writer = archive.Writer(str(tmp_path / 'b.jsonl'))
     writer.header(1, 1, 'neo4j', 'test')

@@ -379,6 +379,34 @@ def test_long_data_dir(root):
         shutil.rmtree(os.path.dirname(srv.socket_path), ignore_errors=True)
 
 
+def test_a_socket_directory_made_by_someone_else_is_not_used(root):
+    """The short socket path of a long data directory is a name in /tmp
+    anyone can guess: made first by another user (here a directory open to
+    all, as one another user made would be to us), the server puts its
+    socket in a private directory of a new name and records it."""
+    deep = root
+    while len(str(deep)) < 150:
+        deep = deep / ('e' * 20)
+    data_dir = str(deep / 'data')
+    srv = EmbeddedServer(data_dir)
+    taken = os.path.dirname(srv._short_socket_path())
+    os.makedirs(taken, exist_ok=True)
+    os.chmod(taken, 0o777)
+    try:
+        sock = srv.ensure_running()
+        assert os.path.dirname(sock) != taken
+        assert sock.startswith('/tmp/tachyon-%d-' % os.geteuid())
+        assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
+        assert os.listdir(taken) == []
+        assert EmbeddedServer(data_dir).socket_path == sock
+        g = falkordb.FalkorDB(unix_socket_path=sock).select_graph('g')
+        assert g.query("RETURN 1").result_set == [[1]]
+    finally:
+        _kill_servers(str(root))
+        shutil.rmtree(taken, ignore_errors=True)
+        shutil.rmtree(os.path.dirname(srv.socket_path), ignore_errors=True)
+
+
 def test_stale_pid_and_socket_files(data_dir):
     os.makedirs(data_dir)
     dead = subprocess.Popen(['true'])

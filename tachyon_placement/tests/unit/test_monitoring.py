@@ -57,6 +57,35 @@ def test_tachyon_version_first_unmatched_route_and_a_crash(monkeypatch):
     assert seen[-1][:4] == (middleware.UNMATCHED, 'GET', 500, '-')
 
 
+def test_every_label_takes_a_bounded_set_of_values(monkeypatch):
+    """Methods, statuses, versions and codes outside what the API can
+    answer collapse into one value: 2,000 requests of distinct methods
+    made 42,000 lines of exposition."""
+    seen = _recorded(monkeypatch)
+
+    def app(environ, start_response):
+        environ.update({'placement.v': environ['test.version'],
+                        'code': environ['test.code']})
+        start_response(environ['test.status'], [])
+        return []
+
+    for number in range(2000):
+        _layer(app)({'REQUEST_METHOD': 'M%05d' % number,
+                     'test.version': '1.%d' % number,
+                     'test.code': 'Bad Code %d' % number,
+                     'test.status': '405 Method Not Allowed'},
+                    lambda *args: None)
+    assert {record[1] for record in seen} == {middleware.OTHER}
+    assert {record[5] for record in seen} == {middleware.OTHER}
+    _layer(app)({'REQUEST_METHOD': 'GET', 'test.version': '1.' + '9' * 50,
+                 'test.code': 'placement.x', 'test.status': '999 Odd'},
+                lambda *args: None)
+    assert seen[-1][1:4] == ('GET', 0, middleware.OTHER)
+    assert seen[-1][5] == 'placement.x'
+    for method in middleware.METHODS:
+        assert middleware.bounded_method(method) == method
+
+
 def test_recorded_series_come_out_in_text_format():
     metrics.enable()
     assert metrics.enabled()
