@@ -86,6 +86,11 @@ class PlacementApp:
             if not exc.rendered_by_handler:
                 raise wsgi.to_webob(exc, environ)
             response = wsgi.to_webob(exc, environ)
+        except graph_engine.Busy as exc:
+            response = wsgi.to_webob(errors.ServiceUnavailable(
+                str(exc), code=exc.code, headers={
+                    'Retry-After': str(graph_engine.Busy.RETRY_AFTER)}),
+                environ)
         except graph_engine.Unavailable as exc:
             # A failover or a restart of the engine: a client retries.
             LOG.warning('Graph engine unavailable: %s', exc)

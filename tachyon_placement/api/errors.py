@@ -20,6 +20,24 @@ QUERYPARAM_BAD_VALUE = 'placement.query.bad_value'
 QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
 # Tachyon's: the graph engine cannot serve now (a failover, a restart).
 GRAPH_UNAVAILABLE = 'tachyon.graph.unavailable'
+# Tachyon's: a resource class or trait a stored weigher names (deleted, the
+# weigher would go on naming what is not, scoring nothing).
+NAMED_BY_WEIGHERS = 'tachyon.weigher.named'
+# The code of an error of Tachyon's own routes that names none of its own,
+# by status (placement.undefined_code is Placement's to define; a client
+# of Tachyon's routes tells these apart by code, as the api-ref lists).
+TACHYON_CODES = {
+    400: 'tachyon.bad_request', 403: 'tachyon.forbidden',
+    404: 'tachyon.not_found', 405: 'tachyon.method_not_allowed',
+    406: 'tachyon.not_acceptable', 409: 'tachyon.conflict',
+    413: 'tachyon.request_too_large', 414: 'tachyon.request_uri_too_long',
+    415: 'tachyon.unsupported_media_type', 500: 'tachyon.server_error',
+    503: 'tachyon.unavailable'}
+
+
+def tachyon_code(status):
+    """The code of a Tachyon route's error of ``status`` that names none."""
+    return TACHYON_CODES.get(status, 'tachyon.error')
 
 
 class ApiError(Exception):

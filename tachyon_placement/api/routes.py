@@ -135,6 +135,7 @@ TACHYON_ROUTES = {
         'GET': drift.get_drift_changes,
     },
     '/tachyon/sessions': {
+        'GET': whatif.list_sessions,
         'POST': whatif.open_session,
     },
     '/tachyon/sessions/{session_id}': {

@@ -23,6 +23,7 @@ from tachyon_placement.api import microversion
 from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.policies import whatif as whatif_policies
 from tachyon_placement.whatif import overlay as whatif_overlay
+from tachyon_placement.whatif import service as whatif_service
 
 ENV_ERROR_CODE = 'placement.error_code'
 ENV_CONTEXT = 'placement.context'
@@ -70,8 +71,10 @@ def json_error_formatter(body, status, title, environ):
     error = {'status': status_code, 'title': title, 'detail': body}
     tachyon = microversion.is_tachyon_path(environ.get('PATH_INFO', ''))
     want_version = environ.get(microversion.MICROVERSION_ENVIRON)
-    if tachyon or (want_version
-                   and microversion.has(want_version, 'error_codes')):
+    if tachyon:
+        error['code'] = environ.get(ENV_ERROR_CODE) or errors.tachyon_code(
+            status_code)
+    elif want_version and microversion.has(want_version, 'error_codes'):
         error['code'] = environ.get(ENV_ERROR_CODE, errors.DEFAULT)
     if request_id.ENV_REQUEST_ID in environ:
         error['request_id'] = environ[request_id.ENV_REQUEST_ID]
@@ -370,7 +373,10 @@ def _session_stores(req, session_id, supported):
     if uuidutils.is_uuid_like(session_id):
         try:
             return req.app.store.sessions.overlay(
-                session_id, req.conf.whatif.max_consumers)
+                session_id, req.conf.whatif.max_consumers,
+                whatif_service.Viewer(req.context.project_id, bool(
+                    req.context.can(whatif_policies.ANY_PROJECT,
+                                    fatal=False))))
         except whatif_overlay.SessionGone:
             pass
         except domain_errors.NotFound:

@@ -82,8 +82,11 @@ def restore(store, path, out, progress=True):
     started = time.monotonic()
     header = archive.check(path, backups.LABELS, backups.RELATIONSHIP_TYPES)
     if header['schema_version'] > schema.SCHEMA_VERSION:
-        raise migrations.NewerSchema(header['schema_version'],
-                                     schema.SCHEMA_VERSION)
+        raise archive.BadBackup(
+            '%s was taken from a graph of schema version %d, written by a '
+            'newer release of Tachyon; this release knows versions up to '
+            '%d: restore it with that release (or one newer).'
+            % (path, header['schema_version'], schema.SCHEMA_VERSION))
     store.engine.ensure_schema()
     store.backups.begin_restore('%s (graph version %d, taken %s)' % (
         path, header['graph_version'], header['taken_at']))

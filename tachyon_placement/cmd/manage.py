@@ -184,6 +184,17 @@ def db_verify(conf):
     from tachyon_placement.graph import engine
     store = deploy.open_store(conf, sync=False)
     try:
+        try:
+            synced = store.schema.version(creating=True) is not None
+        except engine.GraphError:
+            synced = False
+        if not synced:
+            # An engine's error on a graph that does not exist yet
+            # ("Invalid graph operation on empty key") says nothing useful.
+            print('tachyon-manage db verify: the graph is empty (never '
+                  'synced): run "tachyon-manage db sync" first.',
+                  file=sys.stderr)
+            return 5
         report = store.integrity.report()
     except engine.GraphError as exc:
         print('tachyon-manage db verify: failed: %s' % exc, file=sys.stderr)

@@ -15,6 +15,22 @@ capacity_opts = [
              "more is refused (400, tachyon.capacity.too_many_candidates): "
              "narrow it with in_tree or member_of. About 0.5 KiB each "
              "while the count runs."),
+    cfg.IntOpt(
+        'max_group_candidates', default=200000, min=1000,
+        help="Most candidates times request groups one count may "
+             "enumerate: the work and memory of a candidate grow with its "
+             "groups (20 granular groups on a root of 40 children took "
+             "27-45 s of CPU and 185-260 MB before the refusal at "
+             "max_candidates). A request of N groups is refused past "
+             "max_group_candidates / N candidates (or max_candidates, "
+             "whichever is lower): 200,000 for one group, 10,000 for 20, "
+             "refused within about 1.5 s."),
+    cfg.IntOpt(
+        'max_concurrent', default=2, min=1,
+        help="Counts one API process runs at once; one more waits up to "
+             "5 s for a place, then gets 503 tachyon.capacity.busy with "
+             "Retry-After (3 counts at once peaked at 1 GB and slowed GET "
+             "/allocation_candidates 50-fold)."),
 ]
 
 

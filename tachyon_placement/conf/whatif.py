@@ -13,6 +13,11 @@ whatif_opts = [
              "one more is refused (409 tachyon.session.too_many). Expired "
              "sessions do not count."),
     cfg.IntOpt(
+        'max_sessions_per_project', default=8, min=1, max=10000,
+        help="Most sessions one project (the opener's token's) has open "
+             "at once, so that one service user cannot take every place "
+             "of max_sessions; past it 409 tachyon.session.too_many."),
+    cfg.IntOpt(
         'default_ttl', default=900, min=1, max=86400,
         help="Seconds a session lives when its opener names no ttl."),
     cfg.IntOpt(

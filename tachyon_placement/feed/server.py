@@ -390,13 +390,13 @@ class FeedServer:
         if len(request.raw_path) > MAX_TARGET:
             _identifier, body = error_document(
                 414, 'Request-URI Too Long', 'The request target is longer '
-                'than %d bytes.' % MAX_TARGET, 'placement.undefined_code')
+                'than %d bytes.' % MAX_TARGET, 'tachyon.request_uri_too_long')
             return self._finish(web.Response(
                 status=414, body=body, content_type='application/json'))
         if request.raw_path.partition('?')[0] not in PATHS:
             _identifier, body = error_document(
                 404, 'Not Found', 'The feed server serves %s only.'
-                % ' and '.join(PATHS), 'placement.undefined_code')
+                % ' and '.join(PATHS), 'tachyon.not_found')
             return self._finish(web.Response(
                 status=404, body=body, content_type='application/json'))
         client = self.client_of(request)
@@ -413,7 +413,7 @@ class FeedServer:
             LOG.exception('The change feed failed a request')
             _identifier, body = error_document(
                 500, 'Internal Server Error', 'The change feed failed.',
-                'placement.undefined_code')
+                'tachyon.server_error')
             return self._finish(web.Response(
                 status=500, body=body, content_type='application/json'))
         finally:

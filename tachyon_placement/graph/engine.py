@@ -27,6 +27,17 @@ class Unavailable(GraphError):
     RETRY_AFTER = 2
 
 
+class Busy(Exception):
+    """Too many requests of one kind run at once in this process (checks
+    of operators' queries): the API answers 503 with Retry-After."""
+
+    RETRY_AFTER = 5
+
+    def __init__(self, detail, code):
+        super().__init__(detail)
+        self.code = code
+
+
 class ConstraintViolation(GraphError):
     """A uniqueness constraint refused a write."""
 
@@ -158,6 +169,11 @@ class Engine:
             return scorer_sandbox.check_scorer(text, bounds)
         except scorer_sandbox.SandboxError as exc:
             raise RefusedQuery(str(exc)) from exc
+        except scorer_sandbox.SandboxesBusy as exc:
+            raise Busy('%d checks of Cypher queries run already in this '
+                       'process; try again shortly.'
+                       % scorer_sandbox.CHECKS_AT_ONCE,
+                       'tachyon.scorer_checks.busy') from exc
 
     def run_scorer_query(self, text, bounds, max_rows):
         """The rows of ``text`` (checked by check_scorer_query), read-only,

@@ -60,6 +60,8 @@ LOG = logging.getLogger(__name__)
 LOCK_STRIPES = 512
 LOCK_TTL_MS = 5000
 LOCK_WAIT = 2.0
+# How often a write waiting for serving replicas looks at their offsets.
+ACK_POLL = 0.01
 # Takes the stripes KEYS in order for token ARGV[1] (ARGV[2]: expiry in
 # ms) until one is someone else's; returns how many it holds. One round
 # trip for a write's stripes (a batch of 50 consumers on 50 hosts has a
@@ -427,6 +429,23 @@ class _FrozenCopy(engine.Frozen):
                                  last=first + self.WINDOW, **params)
 
 
+def _real_replicas(info):
+    """The replicas an ``INFO replication`` lists that can serve: not
+    Tachyon's private ones (the feed's reads, scorers' replicas, db
+    backup's copy), which listen on no TCP port (``--port 0``) and are
+    never promoted."""
+    found = []
+    for key, value in sorted(info.items()):
+        if key.startswith('slave') and isinstance(value, dict):
+            try:
+                port = int(value.get('port') or 0)
+            except (TypeError, ValueError):
+                port = 0
+            if port > 0:
+                found.append(value)
+    return found
+
+
 class FalkorDBEngine(engine.Engine):
     dialect = 'falkordb'
     reads_whole_commits = True
@@ -647,8 +666,7 @@ class FalkorDBEngine(engine.Engine):
             graph = falkordb.Graph(pinned, self._graph.name)
             graph.schema = self._graph.schema   # labels known to the pool's
             result = graph.query(text, params)
-            acks = pinned.execute_command('WAIT', self._replica_acks,
-                                          self._ack_timeout_ms)
+            acks = self._real_acks(pinned)
         finally:
             pinned.close()
         if acks < self._replica_acks:
@@ -658,6 +676,34 @@ class FalkorDBEngine(engine.Engine):
                 'may lose it' % (statement.name, acks, self._replica_acks,
                                  self._ack_timeout_ms))
         return result
+
+    def _real_acks(self, pinned):
+        """How many replicas that can serve (_real_replicas) hold the
+        writes of ``pinned`` within the ack timeout.  WAIT alone counts
+        Tachyon's private replicas too (the feed's, a backup's), which
+        are never promoted: with replica_acks = 1 and no other replica, a
+        write was answered as held by a replica.  So WAIT for them all,
+        then count the serving replicas whose acknowledged offset reached
+        the write's."""
+        written = int(pinned.info('replication')['master_repl_offset'])
+        deadline = time.monotonic() + self._ack_timeout_ms / 1000.0
+        while True:
+            info = pinned.info('replication')
+            real = _real_replicas(info)
+            private = sum(
+                1 for key, value in info.items()
+                if key.startswith('slave') and isinstance(value, dict)
+                and value not in real)
+            held = sum(1 for value in real
+                       if int(value.get('offset') or 0) >= written)
+            remaining = deadline - time.monotonic()
+            if held >= self._replica_acks or remaining <= 0:
+                return held
+            # Returns at once when enough replicas of any kind acked
+            # (then a serving one's acknowledgement is still on its way).
+            pinned.execute_command('WAIT', self._replica_acks + private,
+                                   max(1, int(remaining * 1000)))
+            time.sleep(ACK_POLL)
 
     @contextlib.contextmanager
     def exclusive(self, keys=()):
@@ -728,9 +774,8 @@ class FalkorDBEngine(engine.Engine):
             info = self._db.connection.info('replication')
         except redis.exceptions.RedisError as exc:
             raise engine.Unavailable('replication: %s' % exc) from exc
-        return sum(1 for key, value in info.items()
-                   if key.startswith('slave') and isinstance(value, dict)
-                   and value.get('state') == 'online')
+        return sum(1 for value in _real_replicas(info)
+                   if value.get('state') == 'online')
 
     def replica_attribute_tables(self):
         """[(server, its attribute names in their order, or the error
@@ -744,9 +789,7 @@ class FalkorDBEngine(engine.Engine):
         except (redis.exceptions.RedisError, engine.GraphError) as exc:
             raise engine.Unavailable('replication: %s' % exc) from exc
         tables = [('primary', primary)]
-        for key, value in sorted(info.items()):
-            if not (key.startswith('slave') and isinstance(value, dict)):
-                continue
+        for value in _real_replicas(info):
             server = '%s:%s' % (value.get('ip'), value.get('port'))
             replica = falkordb.FalkorDB(
                 host=value.get('ip'), port=value.get('port'),

@@ -64,6 +64,13 @@ WATCH_INTERVAL = 0.02
 # Seconds a sandbox may take to start, and to copy the serving graph.
 START_TIMEOUT = 10.0
 SYNC_TIMEOUT = 120.0
+# Checks of operators' queries (each a sandbox: up to its memory bound
+# plus some 20 MiB) running at once in one process, and how long one more
+# waits for one of them to end before it is refused (16 at once took
+# 1.53 GB together).
+CHECKS_AT_ONCE = 2
+CHECK_WAIT = 10.0
+_CHECKS = threading.BoundedSemaphore(CHECKS_AT_ONCE)
 # Sandboxes' directories (in the temporary directory), and the age past
 # which one whose server is gone is removed by the next process that
 # starts a sandbox.
@@ -98,6 +105,11 @@ class SandboxError(Exception):
 
 class SandboxBroken(SandboxError):
     """The query broke a bound: the sandbox was killed or gave up."""
+
+
+class SandboxesBusy(Exception):
+    """CHECKS_AT_ONCE checks run already and none ended within
+    CHECK_WAIT seconds."""
 
 
 def _binaries():
@@ -679,14 +691,20 @@ def _pipe(source, target):
 
 def check(text, bounds, **binaries):
     """(columns, plan lines) of ``text``: planned and run once in an empty
-    sandbox under ``bounds`` (SandboxError / SandboxBroken)."""
-    sandbox = Sandbox(bounds, **binaries).start()
+    sandbox under ``bounds`` (SandboxError / SandboxBroken), CHECKS_AT_ONCE
+    at most in this process (SandboxesBusy past CHECK_WAIT)."""
+    if not _CHECKS.acquire(timeout=CHECK_WAIT):
+        raise SandboxesBusy()
     try:
-        plan = sandbox.explain(text)
-        columns = sandbox.columns(text)
-        return columns, plan
+        sandbox = Sandbox(bounds, **binaries).start()
+        try:
+            plan = sandbox.explain(text)
+            columns = sandbox.columns(text)
+            return columns, plan
+        finally:
+            sandbox.stop()
     finally:
-        sandbox.stop()
+        _CHECKS.release()
 
 
 class Replica:

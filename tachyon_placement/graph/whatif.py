@@ -30,11 +30,12 @@ OPTIONAL MATCH (expired:WhatIfSession)
 WHERE expired.expires_at <= timestamp()
 DELETE expired
 WITH count(*) AS purged
-OPTIONAL MATCH (live:WhatIfSession)
-WITH count(live) AS live
-WHERE live < $most
+OPTIONAL MATCH (open:WhatIfSession)
+WITH count(open) AS live,
+     sum(CASE WHEN open.owner = $owner THEN 1 ELSE 0 END) AS owned
+WHERE live < $most AND owned < $most_owned
 CREATE (s:WhatIfSession {id: $id, document: $document, generation: 0,
-                         expires_at: $expires_at})
+                         expires_at: $expires_at, owner: $owner})
 RETURN s.generation AS generation
 """
 
@@ -66,6 +67,14 @@ RETURN s.generation AS generation
 SAVE = Statement('whatif_session_save', neo4j=_save_text('neo4j'),
                  falkordb=_save_text('falkordb'), guarded=True)
 
+LIST = Statement('whatif_session_list', common="""
+MATCH (s:WhatIfSession)
+WHERE s.expires_at > timestamp() AND ($owner IS NULL OR s.owner = $owner)
+RETURN s.document AS document
+ORDER BY s.id
+LIMIT $most
+""")
+
 DELETE = Statement('whatif_session_delete', common="""
 OPTIONAL MATCH (s:WhatIfSession {id: $id})
 WITH s, s IS NOT NULL AND s.expires_at > timestamp() AS live
@@ -77,12 +86,21 @@ RETURN live AS deleted
 class WhatIfSessionStore(engine.ResourceStore):
     """The stored what-if sessions: documents (dicts) by id."""
 
-    def create(self, uuid, document, expires_at_ms, most):
-        """Store a new session; False when ``most`` live already."""
+    def create(self, uuid, document, expires_at_ms, most, owner,
+               most_owned):
+        """Store a new session of ``owner`` (a project id); False when
+        ``most`` live already, or ``most_owned`` of that owner."""
         rows = self.engine.write(CREATE, id=uuid,
                                  document=json.dumps(document),
-                                 expires_at=expires_at_ms, most=most)
+                                 expires_at=expires_at_ms, most=most,
+                                 owner=owner, most_owned=most_owned)
         return bool(rows)
+
+    def documents(self, owner, most):
+        """The documents of the live sessions of ``owner`` (None: every
+        owner's), ``most`` at most, by id."""
+        rows = self.engine.read_primary(LIST, owner=owner, most=most)
+        return [json.loads(row['document']) for row in rows]
 
     def get(self, uuid):
         """(document, generation, expires_at ms) of a live session, or

@@ -16,8 +16,8 @@ PATH = '/tachyon/health'
 
 class Health:
     """A WSGI layer answering PATH itself, everything else passed on.
-    ``check()``: what it found (a dict, e.g. the graph version), or an
-    exception when the engine cannot be reached."""
+    ``check()``: returns when the engine answered (what it returns is
+    not shown), raises when it cannot be reached."""
 
     def __init__(self, application, check, engine, timeout=2.0,
                  route_key=None):
@@ -42,7 +42,7 @@ class Health:
                     'status': 405, 'title': 'Method Not Allowed',
                     'detail': 'The method specified is not allowed for '
                               'this resource.',
-                    'code': 'placement.undefined_code',
+                    'code': 'tachyon.method_not_allowed',
                     'request_id': environ.get('openstack.request_id')}]},
                 [('Allow', 'GET, HEAD')])
         started = time.monotonic()
@@ -58,8 +58,12 @@ class Health:
             status = '503 Service Unavailable'
             document.update(status='failed', error=str(exc)[:500])
         else:
+            # Only that it answered: what the check read (the graph's
+            # version, a write counter) is no one's business without a
+            # token.
+            del found
             status = '200 OK'
-            document.update(found, status='ok')
+            document.update(status='ok')
         document['seconds'] = round(time.monotonic() - started, 6)
         body = _answer(start_response, status, document)
         return [] if environ['REQUEST_METHOD'] == 'HEAD' else body

@@ -36,19 +36,12 @@ def checked(store, name, document, bounds):
 def _check_names(store, document):
     """Invalid for what the weigher names that does not exist (it would
     score nothing, silently): resource classes, traits, its metric."""
-    scorer, match = document['scorer'], document.get('match') or {}
-    classes = set(match.get('resource_classes', ()))
-    if scorer['type'] == model.USAGE:
-        classes.add(scorer['resource_class'])
-    classes.update(scorer.get('placed_load') or ())
-    missing = store.resource_classes.missing(classes)
+    scorer = document['scorer']
+    missing = store.resource_classes.missing(model.named_classes(document))
     if missing:
         raise errors.Invalid('No such resource class %s.'
                              % ', '.join(sorted(missing)))
-    traits = set(match.get('required_traits', ()))
-    if scorer['type'] == model.TRAITS:
-        traits |= set(scorer.get('prefer', ())) | set(scorer.get('avoid', ()))
-    missing = store.traits.missing(traits)
+    missing = store.traits.missing(model.named_traits(document))
     if missing:
         raise errors.Invalid('No such trait(s): %s.'
                              % ', '.join(sorted(missing)))
@@ -59,3 +52,17 @@ def _check_names(store, document):
             raise errors.Invalid('No such metric %s: store it first '
                                  '(PUT /tachyon/metrics/%s).' % (
                                      scorer['metric'], scorer['metric']))
+
+
+def naming_class(store, name):
+    """The weighers that name resource class ``name``, by name: it may not
+    be deleted while they do (they would go on naming a class that is
+    not, scoring nothing)."""
+    return sorted(weigher.name for weigher in store.weighers.list()
+                  if name in model.named_classes(weigher.as_document()))
+
+
+def naming_trait(store, name):
+    """The weighers that name trait ``name``, by name (as naming_class)."""
+    return sorted(weigher.name for weigher in store.weighers.list()
+                  if name in model.named_traits(weigher.as_document()))

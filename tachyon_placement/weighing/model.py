@@ -208,3 +208,25 @@ class Weigher:
         """The parts the graph keeps as its definition."""
         return {'weight': self.weight, 'scorer': self.scorer,
                 'match': self.match.as_document()}
+
+
+def named_classes(document):
+    """The resource classes a weigher's document names (its match, a usage
+    scorer's class, the classes of a metric scorer's placed load)."""
+    scorer, match = document['scorer'], document.get('match') or {}
+    classes = set(match.get('resource_classes') or ())
+    if scorer['type'] == USAGE:
+        classes.add(scorer['resource_class'])
+    classes.update(scorer.get('placed_load') or ())
+    return classes
+
+
+def named_traits(document):
+    """The traits a weigher's document names (its match, a traits
+    scorer's preferred and avoided ones)."""
+    scorer, match = document['scorer'], document.get('match') or {}
+    traits = set(match.get('required_traits') or ())
+    if scorer['type'] == TRAITS:
+        traits |= set(scorer.get('prefer') or ()) | set(
+            scorer.get('avoid') or ())
+    return traits

@@ -13,6 +13,7 @@ the write leaves them no allocation and no child), only if no provider or
 consumer the session's writes read moved since: else SessionConflict
 naming them, and nothing written.
 """
+import dataclasses
 import time
 import uuid as uuidlib
 
@@ -53,6 +54,17 @@ class SessionConflict(errors.DomainError):
         self.consumers = consumers
 
 
+@dataclasses.dataclass(frozen=True)
+class Viewer:
+    """Who asks: the project of the request's token, and whether it may
+    act on any project's sessions (policy ``tachyon:sessions:any_project``)."""
+    project_id: str
+    any_project: bool = False
+
+    def sees(self, state):
+        return self.any_project or state.owner == self.project_id
+
+
 def _now_ms():
     return int(time.time() * 1000)
 
@@ -64,39 +76,58 @@ class Sessions:
     def __init__(self, store):
         self._store = store
 
-    def open(self, ttl, most):
-        """A new session living ``ttl`` seconds: its document (see
-        show).  TooManySessions when ``most`` are open."""
+    def open(self, ttl, most, owner, most_owned):
+        """A new session of ``owner`` (a project id) living ``ttl``
+        seconds: its document (see show).  TooManySessions when ``most``
+        are open, or ``most_owned`` of that owner."""
         now = _now_ms()
         state = session.SessionState(uuid=str(uuidlib.uuid4()),
                                      created_at=now,
-                                     expires_at=now + ttl * 1000)
+                                     expires_at=now + ttl * 1000,
+                                     owner=owner)
         if not self._store.whatif_sessions.create(
-                state.uuid, state.as_document(), state.expires_at, most):
+                state.uuid, state.as_document(), state.expires_at, most,
+                owner, most_owned):
             raise TooManySessions(
                 'There are %d what-if sessions open ([whatif] '
-                'max_sessions): commit or discard one.' % most)
+                'max_sessions), or %d of your project\'s ([whatif] '
+                'max_sessions_per_project): commit or discard one (GET '
+                '/tachyon/sessions lists yours).' % (most, most_owned))
         return state
 
-    def _load(self, uuid):
+    def _load(self, uuid, viewer):
+        """(SessionState, generation) of a live session ``viewer`` sees:
+        another project's is not found, as one that does not exist."""
         found = self._store.whatif_sessions.get(uuid)
-        if found is None:
+        state = None
+        if found is not None:
+            document, generation, _expires = found
+            state = session.SessionState.from_document(document)
+        if state is None or not viewer.sees(state):
             raise SessionNotFound('No what-if session %s.' % uuid)
-        document, generation, _expires = found
-        return session.SessionState.from_document(document), generation
+        return state, generation
 
-    def show(self, uuid):
+    def show(self, uuid, viewer):
         """The SessionState of a live session; SessionNotFound."""
-        return self._load(uuid)[0]
+        return self._load(uuid, viewer)[0]
 
-    def discard(self, uuid):
+    def mine(self, viewer, most):
+        """The live sessions ``viewer`` sees (its project's, or every
+        one's), by id, ``most`` at most."""
+        return [session.SessionState.from_document(document)
+                for document in self._store.whatif_sessions.documents(
+                    None if viewer.any_project else viewer.project_id,
+                    most)]
+
+    def discard(self, uuid, viewer):
+        self._load(uuid, viewer)
         if not self._store.whatif_sessions.delete(uuid):
             raise SessionNotFound('No what-if session %s.' % uuid)
 
-    def overlay(self, uuid, most_consumers):
+    def overlay(self, uuid, most_consumers, viewer):
         """The store a request within the session uses (OverlayStore);
         SessionNotFound."""
-        self._load(uuid)
+        self._load(uuid, viewer)
         return overlay.OverlayStore(self._store, uuid, most_consumers)
 
     def _deletion_order(self, deleted):
@@ -139,14 +170,14 @@ class Sessions:
                     'Unable to delete parent resource provider %s: It has '
                     'child resource providers.' % uuid, uuid=uuid)
 
-    def commit(self, uuid, retries):
+    def commit(self, uuid, retries, viewer):
         """Write the session's consumers for real, then end the session.
         SessionNotFound; SessionConflict; ProviderInUse;
         domain.InvalidAllocation (the graph no longer holds room for
         them, when nothing the session read moved: e.g. an inventory of a
         provider it did not read) or InventoryInUse;
         errors.ConcurrentUpdate when every attempt lost its race."""
-        state, _generation = self._load(uuid)
+        state, _generation = self._load(uuid, viewer)
         requests = state.requests()
         new_inventories = state.new_inventories()
         consumer_uuids = sorted({request.uuid for request in requests}

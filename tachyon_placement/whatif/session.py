@@ -39,6 +39,9 @@ class SessionState:
     read_providers: dict = dataclasses.field(default_factory=dict)
     read_consumers: dict = dataclasses.field(default_factory=dict)
     writes: int = 0
+    # The project that opened it (its token's): only it may see, use,
+    # commit or discard it (or who may act on any project's sessions).
+    owner: str = None
 
     @classmethod
     def from_document(cls, document):
@@ -56,7 +59,7 @@ class SessionState:
                    deleted=document.get('deleted', []),
                    read_providers=document['reads']['providers'],
                    read_consumers=document['reads']['consumers'],
-                   writes=document['writes'])
+                   writes=document['writes'], owner=document.get('owner'))
 
     def as_document(self):
         consumers = {}
@@ -73,7 +76,7 @@ class SessionState:
                 'deleted': self.deleted,
                 'reads': {'providers': self.read_providers,
                           'consumers': self.read_consumers},
-                'writes': self.writes}
+                'writes': self.writes, 'owner': self.owner}
 
     # -- what the session shows --------------------------------------------
 

@@ -6,6 +6,7 @@ from tachyon_placement.api import wsgi
 from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.policies import resource_class as policies
 from tachyon_placement.schemas import resource_class as schema
+from tachyon_placement.usecases import weighers
 
 
 def _url(req, name):
@@ -81,7 +82,7 @@ def ensure_resource_class(req):
     return wsgi.empty_response(req, status, location=_url(req, name))
 
 
-@wsgi.handler(min_version='1.2', uses=('resource_classes',))
+@wsgi.handler(min_version='1.2', uses=('resource_classes', 'weighers'))
 def delete_resource_class(req):
     name = req.path_item('name')
     req.context.can(policies.DELETE)
@@ -90,6 +91,12 @@ def delete_resource_class(req):
         raise errors.BadRequest(
             'Error in delete resource class: Cannot delete standard '
             'resource class %s.' % name)
+    users = weighers.naming_class(req.store, name)
+    if users:
+        raise errors.Conflict(
+            'Error in delete resource class: Class is named by weighers '
+            '%s: delete or change them first.' % ', '.join(users),
+            code=errors.NAMED_BY_WEIGHERS)
     try:
         req.store.resource_classes.delete(name)
     except domain_errors.InUse as exc:

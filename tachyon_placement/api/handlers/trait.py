@@ -8,6 +8,7 @@ from tachyon_placement.domain import errors as domain_errors
 from tachyon_placement.domain import traits as domain
 from tachyon_placement.policies import trait as policies
 from tachyon_placement.schemas import trait as schema
+from tachyon_placement.usecases import weighers
 
 _INVALID_NAME = (
     'The trait is invalid. A valid trait must be no longer than 255 '
@@ -110,7 +111,7 @@ def put_trait(req):
     return _cache_headers(req, response, trait and trait.created_at)
 
 
-@wsgi.handler(min_version='1.6', uses=('traits',))
+@wsgi.handler(min_version='1.6', uses=('traits', 'weighers'))
 def delete_trait(req):
     req.context.can(policies.TRAITS_DELETE)
     name = req.path_item('name')
@@ -119,6 +120,12 @@ def delete_trait(req):
         if not domain.is_custom(name):
             raise errors.BadRequest(
                 'Cannot delete standard trait %s.' % name)
+        users = weighers.naming_trait(req.store, name)
+        if users:
+            raise errors.Conflict(
+                'Trait %s is named by weighers %s: delete or change them '
+                'first.' % (name, ', '.join(users)),
+                code=errors.NAMED_BY_WEIGHERS)
         req.store.traits.delete(name)
     except domain_errors.NotFound as exc:
         raise errors.NotFound(exc.message)

@@ -55,6 +55,16 @@ def render(state):
     }
 
 
+def viewer(req):
+    """Who asks (whatif.service.Viewer)."""
+    return service.Viewer(req.context.project_id, bool(req.context.can(
+        policies.ANY_PROJECT, fatal=False)))
+
+
+# The most sessions GET /tachyon/sessions lists.
+LISTED = 1000
+
+
 def _found(call, *args):
     try:
         return call(*args)
@@ -73,23 +83,34 @@ def open_session(req):
             'A what-if session lives at most %d seconds ([whatif] '
             'max_ttl).' % options.max_ttl)
     try:
-        state = req.store.sessions.open(ttl, options.max_sessions)
+        state = req.store.sessions.open(
+            ttl, options.max_sessions, req.context.project_id,
+            options.max_sessions_per_project)
     except service.TooManySessions as exc:
         raise errors.Conflict(exc.message, code=TOO_MANY_SESSIONS)
     return wsgi.json_response(req, render(state), status=201)
 
 
 @tachyon.handler(accept=wsgi.JSON, uses=('sessions',))
+def list_sessions(req):
+    req.context.can(policies.LIST)
+    return wsgi.json_response(req, {'sessions': [
+        render(state) for state in req.store.sessions.mine(viewer(req),
+                                                           LISTED)]})
+
+
+@tachyon.handler(accept=wsgi.JSON, uses=('sessions',))
 def show_session(req):
     req.context.can(policies.SHOW)
     return wsgi.json_response(req, render(_found(
-        req.store.sessions.show, req.path_item('session_id'))))
+        req.store.sessions.show, req.path_item('session_id'), viewer(req))))
 
 
 @tachyon.handler(uses=('sessions',))
 def discard_session(req):
     req.context.can(policies.DISCARD)
-    _found(req.store.sessions.discard, req.path_item('session_id'))
+    _found(req.store.sessions.discard, req.path_item('session_id'),
+           viewer(req))
     return wsgi.empty_response(req)
 
 
@@ -98,7 +119,7 @@ def commit_session(req):
     req.context.can(policies.COMMIT)
     try:
         state = _found(req.store.sessions.commit, req.path_item('session_id'),
-                       allocation.conflict_retries(req))
+                       allocation.conflict_retries(req), viewer(req))
     except service.SessionConflict as exc:
         raise errors.Conflict(exc.message, code=SESSION_CONFLICT)
     except service.ProviderInUse as exc:

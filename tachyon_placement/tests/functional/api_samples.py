@@ -180,6 +180,7 @@ STEPS = [
      201),
     ('tachyon/get-session', 'GET', '/tachyon/sessions/{session}', None, T,
      200),
+    ('tachyon/get-sessions', 'GET', '/tachyon/sessions', None, T, 200),
     (None, 'DELETE', '/tachyon/sessions/{session}', None, T, 204),
     ('tachyon/get-capacity', 'GET',
      '/tachyon/capacity?resources=VCPU:2,MEMORY_MB:4096,DISK_GB:100'

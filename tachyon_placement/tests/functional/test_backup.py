@@ -332,16 +332,41 @@ def test_restore_refuses_a_full_graph_and_bad_files(api, tmp_path):
                         'properties': {}}) + '\n'] + lines[1:]),
         'a newer schema': newer,
         'not a backup': variant('other.jsonl', ['{"hello": 1}\n']),
+        # The review's: served after a restore, exit 0.
+        'a provider uuid that is none': variant('uuid.jsonl', [
+            _with_property(line, 'ResourceProvider', 'uuid', 'not-a-uuid')
+            for line in lines]),
+        'a generation that is a string': variant('generation.jsonl', [
+            _with_property(line, 'ResourceProvider', 'generation', 'evil')
+            for line in lines]),
+        'an inventory total past the API\'s': variant('total.jsonl', [
+            _with_property(line, 'PROVIDES', 'total', 2 ** 64)
+            for line in lines]),
     }
     for case, path in cases.items():
         done = _manage(api.config, 'db', 'restore', path)
         assert done.returncode == 3, (case, done.stdout, done.stderr)
         assert 'refused' in done.stderr, (case, done.stderr)
         print(case, '->', done.stderr.strip().splitlines()[-1])
+        if case == 'a newer schema':
+            # The file is named, not "the graph".
+            assert 'newer.jsonl was taken from a graph of schema' in (
+                done.stderr), done.stderr
         # Nothing was written: the graph serves as it was.
         assert len(_ok(api.request('GET', '/resource_providers'))[
             'resource_providers']) == count, case
     assert _generation(api, providers[0]) >= 0
+
+
+def _with_property(line, name, key, value):
+    """``line`` with ``key`` set to ``value`` when it is a node labelled
+    ``name`` or a relationship of type ``name``."""
+    record = json.loads(line)
+    if name in record.get('labels', ()) or record.get(
+            'relationship') == name:
+        record['properties'][key] = value
+        return json.dumps(record) + '\n'
+    return line
 
 
 def test_an_interrupted_restore_is_refused_then_done_again(api, tmp_path):

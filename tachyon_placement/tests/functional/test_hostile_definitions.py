@@ -173,7 +173,7 @@ def test_hostile_scorer_is_refused_within_bounds(api, case):
           'write %.3f s' % (case, status, took, before >> 20, after >> 20,
                             prober.slowest, prober.slowest_write))
     assert status == 400, body
-    assert body['errors'][0]['code'] == 'placement.undefined_code'
+    assert body['errors'][0]['code'] == 'tachyon.bad_request'
     assert body['errors'][0]['detail'].count('cypher scorer refused') == 1
     assert took < 5
     assert after <= _engine_bound(api, before)

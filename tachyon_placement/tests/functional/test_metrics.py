@@ -203,7 +203,7 @@ def test_health_tells_whether_the_engine_answers_in_time(api):
     status, document = _health(api.url)
     assert status == 200, document
     assert (document['status'], document['engine']) == ('ok', engines.NAME)
-    assert isinstance(document['graph_version'], int)
+    assert 'graph_version' not in document      # a write counter
     # The engine hangs (stopped, not dead): the probe says so in time, and
     # again while the first check still hangs.
     pid = api.engine_pid()

@@ -243,3 +243,28 @@ def test_held_connections_take_a_bounded_number_of_threads(
         time.sleep(0.01)
     replica.running()
     assert replica._sandbox.alive()
+
+
+def test_a_private_replica_acknowledges_no_write(primary, replica):
+    """Tachyon's private replicas are never promoted: a write that only
+    they hold is not held by a replica ([graph] replica_acks), and
+    tachyon-status counts no replica (it said "2 replicas online" on a
+    single embedded server)."""
+    from tachyon_placement.graph import engine as graph_engine
+    from tachyon_placement.graph import falkordb_engine
+    from tachyon_placement.graph.cypher import Statement
+
+    acked = falkordb_engine.FalkorDBEngine(
+        primary.graph_name, unix_socket_path=primary._address[1],
+        replica_acks=1, replica_ack_timeout=0.5)
+    try:
+        assert acked.replicas_online() == 0
+        assert acked.replica_attribute_tables()[1:] == []
+        write = Statement('test_acked_write',
+                          common='CREATE (:Acked {name: "a"})')
+        with pytest.raises(graph_engine.Unavailable, match='held by 0'):
+            acked.write(write)
+        # Written on the primary all the same (as after a lost answer).
+        assert _primary_count(primary, 'Acked') == 1
+    finally:
+        acked.close()

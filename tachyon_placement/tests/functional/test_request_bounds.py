@@ -123,5 +123,5 @@ def test_a_last_event_id_that_is_no_cursor_is_a_json_400(api, last_id):
         sock.close()
     assert response.status == 400, document
     assert response.getheader('content-type').startswith('application/json')
-    assert document['errors'][0]['code'] == 'placement.undefined_code'
+    assert document['errors'][0]['code'] == 'tachyon.bad_request'
     assert 'Last-Event-ID must be a cursor' in document['errors'][0]['detail']

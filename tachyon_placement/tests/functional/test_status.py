@@ -219,3 +219,16 @@ def test_db_verify_finds_values_under_wrong_names(api, tmp_path):
             % consumers[1]) in out, out
     assert "resource class 'INSTANCE', which does not exist" in out, out
     assert consumers[0] not in out, out
+
+
+def test_db_verify_of_a_graph_never_synced_says_to_sync(tmp_path):
+    """Not the engine's "Invalid graph operation on empty key"."""
+    engines.wipe_shared_engine()
+    config = tmp_path / 'empty.conf'
+    config.write_text('[graph]\n' + engines.served_graph_conf(
+        str(tmp_path / 'graph'), 'everysec'))
+    verified = _manage(str(config), 'db', 'verify')
+    assert verified.returncode == 5, verified.stdout + verified.stderr
+    assert 'never synced' in verified.stderr, verified.stderr
+    assert 'tachyon-manage db sync' in verified.stderr, verified.stderr
+    assert 'empty key' not in verified.stderr, verified.stderr

@@ -36,3 +36,22 @@ def test_every_route_is_documented():
             if shown not in documented:
                 missing.append(path)
     assert not missing, missing
+
+
+def test_every_code_of_tachyons_routes_is_listed():
+    """The codes Tachyon's routes answer with (their own, and one per
+    status when nothing more specific applies) are in the api-ref."""
+    from tachyon_placement.api import errors
+    from tachyon_placement.api.handlers import capacity
+    from tachyon_placement.api.handlers import metric
+    from tachyon_placement.api.handlers import whatif
+    from tachyon_placement.api import wsgi
+    with open(os.path.join(ROOT, 'api-ref', 'source', 'tachyon.inc')) as inc:
+        text = inc.read()
+    codes = set(errors.TACHYON_CODES.values()) | {
+        errors.tachyon_code(418), errors.GRAPH_UNAVAILABLE,
+        errors.NAMED_BY_WEIGHERS, capacity.BUSY, capacity.TOO_MANY_CANDIDATES,
+        metric.IN_USE, whatif.SESSION_CONFLICT, whatif.TOO_MANY_SESSIONS,
+        wsgi.SESSION_NOT_FOUND, wsgi.SESSION_UNSUPPORTED}
+    missing = sorted(code for code in codes if '``%s``' % code not in text)
+    assert not missing, missing

@@ -113,7 +113,7 @@ def test_rules_match_upstream():
 def test_rule_names_unique_and_types():
     rules = policies.list_rules()
     names = [r.name for r in rules]
-    assert len(names) == len(set(names)) == 38 + 28
+    assert len(names) == len(set(names)) == 38 + 30
     # Placement's first, then Tachyon's own.
     assert all(name.startswith('tachyon:') for name in names[38:])
     assert not any(name.startswith('tachyon:') for name in names[:38])
@@ -155,7 +155,7 @@ def test_well_known_constants():
 def test_list_rules_returns_fresh_list():
     first = policies.list_rules()
     first.clear()
-    assert len(policies.list_rules()) == 38 + 28
+    assert len(policies.list_rules()) == 38 + 30
 
 
 # ------------------------------------------------------- secure RBAC mode
