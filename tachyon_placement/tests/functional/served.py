@@ -20,6 +20,27 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def children(pid):
+    """[(pid, name, command line)] of the processes ``pid`` started (that
+    this user can read)."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry, 'rb') as stat:
+                fields = stat.read().rsplit(b')', 1)
+            with open('/proc/%s/cmdline' % entry, 'rb') as cmdline:
+                line = cmdline.read()
+            name = fields[0].split(b'(', 1)[1]
+            parent = int(fields[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid:
+            found.append((int(entry), name, line))
+    return found
+
+
 def _alive(pid):
     """Whether pid runs (a zombie waiting for its parent does not)."""
     try:

@@ -388,20 +388,8 @@ def test_filters_pick_changes_on_the_server(api, feed_server):
 
 def _replicas(pid):
     """The redis-server processes ``pid`` started (its graph replicas)."""
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry, 'rb') as stat:
-                fields = stat.read().rsplit(b')', 1)
-                name = fields[0].split(b'(', 1)[1]
-                parent = int(fields[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == pid and name == b'redis-server':
-            found.append(int(entry))
-    return found
+    return [child for child, name, _line in served.children(pid)
+            if name == b'redis-server']
 
 
 def _change_of(uuid):

@@ -11,6 +11,7 @@ import time
 import webob
 
 from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.tests.functional import served
 
 # Runs until its time bound ([telemetry] scorer_timeout), holding little
 # memory: 600**3 rows of literal lists (range() and other list builders
@@ -36,21 +37,8 @@ def _put(app, name, query):
 
 def _sandboxes():
     """redis-server processes of this process's sandboxes now."""
-    mine = os.getpid()
-    found = 0
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry, 'rb') as stat:
-                fields = stat.read().rsplit(b')', 1)
-            with open('/proc/%s/cmdline' % entry, 'rb') as cmdline:
-                line = cmdline.read()
-        except OSError:
-            continue
-        if int(fields[1].split()[1]) == mine and b'tachyon-scorer-' in line:
-            found += 1
-    return found
+    return sum(1 for _pid, _name, line in served.children(os.getpid())
+               if b'tachyon-scorer-' in line)
 
 
 def test_checks_run_a_few_at_a_time(service):
