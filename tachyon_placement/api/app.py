@@ -284,7 +284,7 @@ def build_stack(conf, store, enforcer):
             oslo_middleware.HTTPProxyToWSGI, conf=conf)
     request_metrics = None
     if conf.metrics.enabled:
-        metrics.enable()
+        metrics.enable(store.engine.dialect)
         request_metrics = functools.partial(
             monitoring_middleware.RequestMetrics,
             route_key=wsgi.ENV_ROUTE,

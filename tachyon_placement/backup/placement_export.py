@@ -47,6 +47,18 @@ SEQUENCED = ('resource_classes', 'traits', 'resource_providers',
              'consumer_types', 'consumers', 'allocations')
 
 
+# The order rows are inserted in at each flush: every table after those its
+# foreign keys name (a consumer's type before the consumer). The order
+# tables were first given rows is not that: a consumer without a type
+# first, then one with, put the consumers before their types (MariaDB:
+# "a foreign key constraint fails").
+FLUSH_ORDER = ('resource_classes', 'traits', 'resource_providers',
+               'inventories', 'resource_provider_traits',
+               'placement_aggregates', 'resource_provider_aggregates',
+               'projects', 'users', 'consumer_types', 'consumers',
+               'allocations')
+
+
 class ExportRefused(Exception):
     pass
 
@@ -84,9 +96,8 @@ class _Tables:
             self.flush()
 
     def flush(self):
-        """Every table's pending rows, in the order the tables were first
-        given rows (a consumer's type before the consumer)."""
-        for name in list(self._pending):
+        """Every table's pending rows, tables in FLUSH_ORDER."""
+        for name in sorted(self._pending, key=_flush_rank):
             rows = self._pending.pop(name, [])
             if not rows:
                 continue
@@ -101,6 +112,11 @@ class _Tables:
                 self._statements[(name, tuple(columns))] = statement
             self.connection.execute(statement, rows)
             self.written[name] = self.written.get(name, 0) + len(rows)
+
+
+def _flush_rank(table):
+    return (FLUSH_ORDER.index(table) if table in FLUSH_ORDER
+            else len(FLUSH_ORDER), table)
 
 
 def check_target(database):

@@ -26,6 +26,7 @@ from oslo_log import log as logging
 from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
 from tachyon_placement.feed import server as feed_server
+from tachyon_placement.monitoring import metrics
 from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
@@ -114,6 +115,10 @@ def main(argv=None):
     policy = share_cpu(conf.changes.cpu_policy, conf.changes.nice)
     sock = listening_socket(conf.host, conf.port)
     application = deploy.load_feed_app(conf)
+    if conf.metrics.enabled and conf.metrics.feed_listen_port:
+        # After the application: it enabled the metrics.
+        metrics.serve(conf.metrics.listen_host,
+                      conf.metrics.feed_listen_port)
     stop = asyncio.Event()
     anew = []
 

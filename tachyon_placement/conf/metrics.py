@@ -26,6 +26,13 @@ metrics_opts = [
              "process that starts the server: tachyon-placement-api, or "
              "gunicorn's master with tachyon_placement.wsgi.gunicorn "
              "(every worker's values summed)."),
+    cfg.PortOpt(
+        'feed_listen_port', default=0,
+        help="tachyon-feed serves its own metrics on this port (on "
+             "listen_host), without authentication, for a Prometheus that "
+             "holds no Keystone token (0: only its route, which needs a "
+             "token). A port of its own: the API and the feed read the "
+             "same file."),
 ]
 
 

@@ -171,12 +171,36 @@ class _Recorder:
             self.errors.labels(route, str(status), code or 'none').inc()
 
 
-def enable():
-    """Record from now on (idempotent)."""
+# The kinds of change feed events (feed_event) and of refreshes of the
+# copy of the graph (world_refreshed).
+FEED_EVENTS = ('busy', 'gone', 'slow_readers', 'client_gone',
+               'streams_ended')
+REFRESHES = ('patched', 'reloaded')
+
+
+def enable(engine=None):
+    """Record from now on (idempotent).  Every series whose labels are
+    known now is exported at zero from the start (``engine``: the graph
+    engine's dialect): under gunicorn a series appears only once a
+    process made it, and a dashboard or an absent() rule cannot tell
+    "none yet" from "not exported"."""
     global _recorder
     with _lock:
         if _recorder is None:
             _recorder = _Recorder()
+        recorder = _recorder
+    for event in FEED_EVENTS:
+        recorder.feed_events.labels(event)
+    for weighed in ('true', 'false'):
+        recorder.searches.labels(weighed)
+        recorder.candidates.labels(weighed)
+    for kind in REFRESHES:
+        recorder.world_refresh.labels(kind)
+    if engine is not None:
+        for kind in ('read', 'write'):
+            recorder.engine_calls.labels(engine, kind)
+            recorder.engine_errors.labels(engine, kind)
+        recorder.engine_reconnects.labels(engine)
 
 
 def enabled():
@@ -268,6 +292,10 @@ def collector_run(status):
     if recorder is None:
         return
     labels = (status['name'], status['kind'])
+    # Counters of the source at zero from its first run.
+    recorder.collector_failures.labels(*labels)
+    for reason in ('not_finite', 'out_of_bounds'):
+        recorder.collector_dropped.labels(*labels, reason)
     recorder.collector_duration.labels(*labels).set(status['duration'])
     failing = status['error'] is not None
     recorder.collector_failing.labels(*labels).set(1 if failing else 0)

@@ -22,6 +22,21 @@ class SeveralSeries(ValueError):
     combine them."""
 
 
+class NoProviders(ValueError):
+    """Prometheus answered series, none of which names a provider."""
+
+
+def _shown(labels):
+    return '{%s}' % ', '.join('%s=%r' % (key, str(value)[:64])
+                              for key, value in sorted(labels.items())[:6])
+
+
+class NoNumbers(ValueError):
+    """Prometheus answered, but not one value is a finite number (NaN,
+    Inf, text): an outage of what it measures, not a measure (taken for
+    one, a threshold's host at 95 % was offered under a max of 90)."""
+
+
 _NUMA_PART = '/numa/'
 
 
@@ -113,7 +128,7 @@ class Metric:
             return None
         if self.rewrite_pattern is not None:
             value = promql.compiled(self.rewrite_pattern).sub(
-                self.rewrite_replacement, value)
+                promql.python_replacement(self.rewrite_replacement), value)
         return value
 
     def matched(self, series, roots_by_name, providers):
@@ -166,6 +181,17 @@ class Metric:
         'out_of_bounds_values'})."""
         found, unmatched, skipped, outside = self.matched(
             series, roots_by_name, providers)
+        if skipped and not found:
+            raise NoNumbers(
+                'none of the %d values Prometheus answered is a finite '
+                'number (NaN, Inf or not a number): taken as a failed '
+                'query' % skipped)
+        if unmatched and not found:
+            # What the dry run refuses: said at every run, in the status.
+            raise NoProviders(
+                'no series names a provider (%d series, e.g. %s): check '
+                'the label and rewrite (PUT ...?dry_run=true)'
+                % (len(unmatched), _shown(unmatched[0])))
         facts = {'series': len(series), 'providers_matched': len(found),
                  'unmatched_series': len(unmatched),
                  'non_finite_values': skipped,

@@ -16,6 +16,11 @@ import re2
 MAX_NESTING = 32
 
 _GROUP_REFERENCE = re.compile(r'\\(?:(\d+)|g<([^>]*)>)')
+# Prometheus' (Go's regexp Expand): ${name}, $name (the longest run of
+# letters, digits and "_": "$1x" is the group "1x"), and $$ for "$"; a "$"
+# followed by nothing of these is itself.
+_DOLLAR_REFERENCE = re.compile(
+    r'\$(?:\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+)|(\$))')
 
 
 class Invalid(ValueError):
@@ -93,11 +98,24 @@ def compiled(pattern):
         raise Invalid('rewrite: bad pattern: %s' % exc)
 
 
+def python_replacement(replacement):
+    """``replacement`` in Prometheus' syntax (``$1``, ``${1}``, ``$name``,
+    ``${name}``, ``$$``) as the template RE2's sub takes (``\\g<1>``...);
+    Python's own ``\\1`` and ``\\g<name>`` are kept as they are (stored
+    definitions use them)."""
+    def expanded(match):
+        name = match.group(1) or match.group(2)
+        return '$' if name is None else '\\g<%s>' % name
+    return _DOLLAR_REFERENCE.sub(expanded, replacement or '')
+
+
 def check_rewrite(pattern, replacement):
     """Invalid unless RE2 compiles ``pattern`` and ``replacement`` names
-    only groups it has (a missing one used to stop the collector)."""
+    only groups it has, in Prometheus' syntax or Python's (a missing one
+    used to stop the collector; ``h$1`` was stored and matched nothing)."""
     regex = compiled(pattern)
-    for number, name in _GROUP_REFERENCE.findall(replacement or ''):
+    for number, name in _GROUP_REFERENCE.findall(
+            python_replacement(replacement)):
         if number and int(number) > regex.groups:
             raise Invalid('rewrite: the replacement refers to group %s, '
                           'the pattern has %d' % (number, regex.groups))

@@ -89,8 +89,42 @@ def put_metric(req):
     metric = metrics.Metric.from_document(name, data)
     if req.GET.get('dry_run') == 'true':
         return wsgi.json_response(req, _dry_run(req, metric))
+    # Stored, with what the dry run would say of it now: a metric the dry
+    # run refuses gives no value until what it refuses changes (hosts may
+    # register later), and each collection says why in the status.
+    check = _check(req, metric)
     return tachyon.stored(req, req.store.metrics.put, metric,
-                          data.get('generation'))
+                          data.get('generation'),
+                          render=lambda stored: dict(stored.as_document(),
+                                                     check=check))
+
+
+def _check(req, metric):
+    """How the metric's query answers now: {'state': 'passed',
+    'providers_matched': n}, {'state': 'refused', 'reason': why} (what
+    the dry run refuses), or {'state': 'unchecked', 'reason': why} when no
+    Prometheus is configured or none answered within [telemetry]
+    query_timeout."""
+    if not req.conf.telemetry.url:
+        return {'state': 'unchecked', 'reason': 'no Prometheus or Aetos is '
+                'configured ([telemetry] url)'}
+    try:
+        report = _report(req, metric)
+    except Exception as exc:  # noqa: BLE001 - whatever Prometheus says
+        return {'state': 'unchecked',
+                'reason': 'the query failed: %.500s' % exc}
+    if report['refused']:
+        return {'state': 'refused', 'reason': report['refused']}
+    return {'state': 'passed',
+            'providers_matched': report['providers_matched']}
+
+
+def _report(req, metric):
+    series = collector.PrometheusSource(req.conf).query(metric.query)
+    world = req.store.worlds.current()
+    roots_by_name = {record.provider.name: record.uuid
+                     for record in world.roots}
+    return metric.dry_run(series, roots_by_name, world.records)
 
 
 def _dry_run(req, metric):
@@ -100,13 +134,9 @@ def _dry_run(req, metric):
         raise errors.BadRequest('dry_run: no Prometheus or Aetos is '
                                 'configured ([telemetry] url).')
     try:
-        series = collector.PrometheusSource(req.conf).query(metric.query)
+        report = _report(req, metric)
     except Exception as exc:  # noqa: BLE001 - whatever Prometheus says
         raise errors.BadRequest('dry_run: the query failed: %.500s' % exc)
-    world = req.store.worlds.current()
-    roots_by_name = {record.provider.name: record.uuid
-                     for record in world.roots}
-    report = metric.dry_run(series, roots_by_name, world.records)
     return dict(report, dry_run=True, metric=metric.as_document())
 
 

@@ -149,6 +149,11 @@ def test_prometheus_scrapes_what_every_worker_counted(metrics_api, tmp_path):
     assert re.search(r'tachyon_http_requests_total\{[^}]*route="'
                      r'/allocation_candidates"[^}]*\} %d\.0' % searches,
                      text), text[:2000]
+    # What has not happened is exported at zero (every worker's files).
+    for zero in (r'tachyon_engine_reconnects_total\{engine="%s"\} 0\.0'
+                 % engines.NAME,
+                 r'tachyon_feed_events_total\{event="busy"\} 0\.0'):
+        assert re.search(zero, text), zero
     # Without a token: refused, like every Tachyon route; JSON only: 406.
     assert served.scrape_metrics(api.url, token=None)[0] == 401
     assert served.scrape_metrics(api.url, accept='application/json')[0] == 406
@@ -229,3 +234,26 @@ def test_health_tells_whether_the_engine_answers_in_time(api):
             break
         time.sleep(0.5)
     assert status == 200, document
+
+
+def test_prometheus_scrapes_the_feed_server_without_a_token(api, tmp_path):
+    """The documented tachyon-feed job: the feed's route needs a token,
+    which Prometheus cannot send (the job was down, 401); its own port
+    serves the same values without one."""
+    port = served.free_port()
+    feed = served.ServedFeed(
+        api, '[metrics]\nenabled = true\nfeed_listen_port = %d\n'
+        % port).start()
+    try:
+        prom = prometheus.Prometheus(tmp_path / 'prometheus', port,
+                                     job='tachyon-feed').start()
+        try:
+            assert _eventually(prom, 'max(up{job="tachyon-feed"})', 1) == 1
+            assert _eventually(
+                prom, 'count(tachyon_feed_events_total{event="busy"})',
+                1) == 1
+            assert prom.query('tachyon_feed_subscribers')
+        finally:
+            prom.stop()
+    finally:
+        feed.stop()

@@ -492,9 +492,12 @@ def test_a_dry_run_shows_how_series_map_and_refuses_several_per_host(
     report = _ok(api.request('PUT', '/tachyon/metrics/cpu?dry_run=true',
                              dict(several, combine='max')))
     assert report['refused'] is None
-    # Stored without a way to combine: never "the last one wins", the
-    # metric fails collection (and says so once in the log).
-    _ok(api.request('PUT', '/tachyon/metrics/cpu', several))
+    # Stored without a way to combine: the answer says what the dry run
+    # says (it was a silent 201); never "the last one wins", the metric
+    # fails collection (and says so once in the log).
+    stored = _ok(api.request('PUT', '/tachyon/metrics/cpu', several))
+    assert stored['check']['state'] == 'refused', stored
+    assert 'combine' in stored['check']['reason'], stored
     _ok(api.request('PUT', '/tachyon/weighers/coolest', {
         'weight': 1, 'scorer': {'type': 'metric', 'metric': 'cpu'}}))
     deadline = time.monotonic() + 20

@@ -86,6 +86,21 @@ def test_every_label_takes_a_bounded_set_of_values(monkeypatch):
         assert middleware.bounded_method(method) == method
 
 
+def test_known_series_are_exported_at_zero_from_the_start():
+    """Before anything happened: the engine's errors and reconnects, the
+    feed's events; a dashboard or an absent() rule tells "none yet" from
+    "not exported"."""
+    metrics.enable('neo4j')
+    text = metrics.exposition()[1].decode()
+    for line in (
+            'tachyon_engine_errors_total{engine="neo4j",kind="write"}',
+            'tachyon_engine_reconnects_total{engine="neo4j"}',
+            'tachyon_feed_events_total{event="slow_readers"}',
+            'tachyon_feed_events_total{event="busy"}',
+            'tachyon_world_refresh_duration_seconds_count{kind="reloaded"}'):
+        assert line in text, line
+
+
 def test_recorded_series_come_out_in_text_format():
     metrics.enable()
     assert metrics.enabled()

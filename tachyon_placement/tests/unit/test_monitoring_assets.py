@@ -96,3 +96,22 @@ def test_rules_and_dashboard_use_only_exported_metrics():
                 for name in exported}
     shown = {re.sub(r'_(bucket|count|sum)$', '', name) for name in used}
     assert len(shown) >= 0.8 * len(families), sorted(families - shown)
+
+
+def test_each_rule_is_quiet_when_healthy_and_fires_on_its_fault():
+    """promtool's unit tests shipped beside the rules (etc/prometheus/
+    tachyon-alerts-tests.yaml): a healthy deployment with its by-design
+    503s, an idle one without subscribers, a restored one; then each
+    rule's fault.  The rules before them fired on the first three
+    (the health probe's 503s, the feed's head without subscribers) and
+    missed the feed server going down."""
+    tests = os.path.join(ROOT, 'etc', 'prometheus',
+                         'tachyon-alerts-tests.yaml')
+    done = subprocess.run([_promtool(), 'test', 'rules', tests],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(tests) as source:
+        cases = yaml.safe_load(source)['tests']
+    fired = {check['alertname'] for case in cases
+             for check in case['alert_rule_test'] if check['exp_alerts']}
+    assert fired == set(_rule_exprs()), set(_rule_exprs()) - fired

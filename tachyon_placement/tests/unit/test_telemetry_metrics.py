@@ -60,3 +60,27 @@ def test_numa_nodes_of_hosts_by_two_labels():
         free.stored(), numa_label='numa'))
     assert other.values([series('5', instance='host-a', numa='3')], ROOTS,
                         PROVIDERS) == {metrics.numa_key('uuid-a', 3): 5.0}
+
+
+def test_replacements_name_groups_as_prometheus_does():
+    """The docs say "as Prometheus' own": ``h$1`` was stored and matched
+    nothing (only ``h\\1`` worked), ``$2`` and ``${nope}`` were stored."""
+    import pytest
+    from tachyon_placement.telemetry import promql
+    roots = {'hcn1': 'uuid-1', 'cn2-x': 'uuid-2', 'cn3': 'uuid-3',
+             'hcn4': 'uuid-4'}
+    providers = dict.fromkeys(roots.values())
+    for replacement, instance, provider in (
+            ('h$1', 'cn1:9100', 'uuid-1'), ('${1}-x', 'cn2:9100', 'uuid-2'),
+            ('$host', 'cn3:9100', 'uuid-3'), ('h\\1', 'cn4:9100', 'uuid-4')):
+        pattern = '(?P<host>[a-z0-9]+):9100'
+        promql.check_rewrite(pattern, replacement)
+        metric = metrics.Metric.from_document('cpu', {
+            'query': 'x', 'rewrite': {'pattern': pattern,
+                                      'replacement': replacement}})
+        assert metric.values([series('1', instance=instance)], roots,
+                             providers) == {provider: 1.0}, replacement
+    assert promql.python_replacement('$$1 costs $') == '$1 costs $'
+    for replacement in ('$2', '${nope}', '\\2', '$1x', '\\g<nope>'):
+        with pytest.raises(promql.Invalid, match='refers to group'):
+            promql.check_rewrite('([a-z]+):9100', replacement)
