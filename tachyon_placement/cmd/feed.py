@@ -33,6 +33,12 @@ LOG = logging.getLogger(__name__)
 
 # The listening socket's descriptor, handed to the process started anew.
 LISTEN_FD_ENV = 'TACHYON_FEED_LISTEN_FD'
+# Before starting anew: seconds the connections this process accepted last
+# have to send their requests once it stopped accepting (aiohttp closes a
+# connection with no request yet when it shuts down: seen as "Remote end
+# closed connection without response" by a client of the restart). Those
+# arriving after wait in the listening socket's backlog for the new start.
+RESTART_DRAIN = 0.5
 
 cli_opts = [
     cfg.HostAddressOpt('host', default='127.0.0.1',
@@ -149,6 +155,9 @@ def main(argv=None):
           % (conf.host, conf.port), flush=True)
     try:
         loop.run_until_complete(stop.wait())
+        if anew:
+            loop.run_until_complete(site.stop())
+            loop.run_until_complete(asyncio.sleep(RESTART_DRAIN))
     finally:
         loop.run_until_complete(server.cleanup())
         application.store.close()
