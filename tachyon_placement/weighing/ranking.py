@@ -453,7 +453,8 @@ def option_key(weighers, provider_scores=None):
         return key
     # The order depends on the providers alone (their usage) when no
     # metric or Cypher value weighs them: what the candidate search may
-    # remember per tree (domain.candidates._search_key), named by this.
+    # remember per tree (domain/candidates/plan.py search_key), named by
+    # this.
     for_slot.memo_token = None if provider_scores else ('usage',
                                                         tuple(usage))
     return for_slot

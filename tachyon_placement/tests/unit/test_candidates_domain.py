@@ -8,6 +8,8 @@ import time
 import pytest
 
 from tachyon_placement.domain import candidates as domain
+from tachyon_placement.domain.candidates import anchor_search
+from tachyon_placement.domain.candidates import plan as search_plan
 from tachyon_placement.domain import models
 from tachyon_placement.domain import providers as provider_rules
 
@@ -568,7 +570,7 @@ def test_infeasible_wide_requests_fail_fast():
 def test_symmetry_pruning_alone_keeps_infeasible_search_small(monkeypatch):
     # Without the up-front counting checks the search itself must not
     # walk the 8! dead ends.
-    monkeypatch.setattr(domain._AnchorSearch, 'plausible',
+    monkeypatch.setattr(anchor_search.AnchorSearch, 'plausible',
                         lambda self: True)
     cloud = wide_trees(computes=1, per_child=1)
     started = time.perf_counter()
@@ -865,8 +867,8 @@ def compare_free_slots(seed, monkeypatch):
                 for r in result.allocation_requests]
 
     used = set()
-    replay = domain._AnchorSearch._extend_free
-    product = domain._AnchorSearch._product
+    replay = anchor_search.AnchorSearch._extend_free
+    product = anchor_search.AnchorSearch._product
 
     def replaying(search, depth):
         used.add('replay')
@@ -875,11 +877,11 @@ def compare_free_slots(seed, monkeypatch):
     def multiplying(search):
         used.add('product')
         return product(search)
-    monkeypatch.setattr(domain._AnchorSearch, '_extend_free', replaying)
-    monkeypatch.setattr(domain._AnchorSearch, '_product', multiplying)
+    monkeypatch.setattr(anchor_search.AnchorSearch, '_extend_free', replaying)
+    monkeypatch.setattr(anchor_search.AnchorSearch, '_product', multiplying)
     fast = ordered()
-    monkeypatch.setattr(domain, '_mark_free', lambda slots, plan: None)
-    monkeypatch.setattr(domain._AnchorSearch, '_product',
+    monkeypatch.setattr(search_plan, '_mark_free', lambda slots, plan: None)
+    monkeypatch.setattr(anchor_search.AnchorSearch, '_product',
                         lambda search: search._extend(0))
     assert fast == ordered()
     return used
@@ -935,12 +937,12 @@ def compare_remembered(seed, monkeypatch):
     cloud = random_cloud(rng)
     requests = [random_request(rng, limit=2) for _request in range(3)]
     searched = []
-    run = domain._AnchorSearch.run
+    run = anchor_search.AnchorSearch.run
 
     def counting(search):
         searched.append(search.anchor)
         return run(search)
-    monkeypatch.setattr(domain._AnchorSearch, 'run', counting)
+    monkeypatch.setattr(anchor_search.AnchorSearch, 'run', counting)
 
     counts = collections.Counter()
     snapshot = domain.Snapshot(mates=None)
