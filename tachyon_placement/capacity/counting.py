@@ -6,7 +6,7 @@ Nova claims the first it is given), and counted where the claims land.
 The claims need not be made one by one.  Without weighers the candidates
 come in an order that does not depend on usage (the search orders a
 root's groups by how many providers could ever hold each, not how many
-can now: domain/candidates.py), and usage only takes candidates away: so
+can now: domain/candidates/), and usage only takes candidates away: so
 after some claims, the first candidate is the first of the candidates
 found *before* any claim that still fits.  ``replay`` walks that list
 once, claiming each candidate as many times as it fits (one division per

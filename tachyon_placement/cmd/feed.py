@@ -27,6 +27,7 @@ from tachyon_placement import conf as tachyon_conf
 from tachyon_placement import deploy
 from tachyon_placement.feed import server as feed_server
 from tachyon_placement.monitoring import metrics
+from tachyon_placement import processes
 from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ def main(argv=None):
     def crowd_left():
         LOG.info('Change feed: the last of a crowd of subscribers left; '
                  'starting anew to give their memory back (%s MiB now)',
-                 feed_server.rss_mib())
+                 processes.resident_mib())
         anew.append(True)
         stop.set()
     crowd = conf.changes.restart_after_subscribers

@@ -29,7 +29,6 @@ import concurrent.futures
 import gc
 import io
 import ipaddress
-import os
 import socket
 import sys
 import threading
@@ -45,6 +44,7 @@ from tachyon_placement.api.handlers import changes as handlers
 from tachyon_placement.feed import changes as feed_changes
 from tachyon_placement.feed import service as feed_service
 from tachyon_placement.monitoring import metrics
+from tachyon_placement import processes
 from tachyon_placement.wsgi import malloc_arenas
 
 LOG = logging.getLogger(__name__)
@@ -150,23 +150,13 @@ def give_back_memory(feed):
     The copy of the graph goes too because it was made while they were
     there: its records, spread over the memory their connections took,
     would hold much of it."""
-    before = rss_mib()
+    before = processes.resident_mib()
     feed.forget()
     feed_changes.ENCODINGS.forget()
     gc.collect()
     malloc_arenas.trim()
     LOG.info('Change feed: the last subscriber left; memory given back '
-             '(%s MiB -> %s MiB)', before, rss_mib())
-
-
-def rss_mib():
-    """This process's resident memory in MiB (None off Linux)."""
-    try:
-        with open('/proc/self/statm') as statm:
-            pages = int(statm.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return pages * os.sysconf('SC_PAGE_SIZE') // 2 ** 20
+             '(%s MiB -> %s MiB)', before, processes.resident_mib())
 
 
 def call_wsgi(application, environ):

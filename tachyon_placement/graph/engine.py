@@ -9,8 +9,8 @@ alone and in order (FalkorDB) rely on their guarded statements instead.
 import contextlib
 import socket
 
-from tachyon_placement.graph import scorer_sandbox
 from tachyon_placement.monitoring import metrics
+from tachyon_placement import processes
 
 
 class GraphError(Exception):
@@ -113,6 +113,13 @@ def counted(dialect, kind, run, *args):
     return result
 
 
+# Plan operations an operator's scorer may not have (FalkorDB's plan, in
+# the sandbox that checks it).
+REFUSED_OPERATIONS = frozenset((
+    'Create', 'Delete', 'Update', 'Merge', 'MergeCreate', 'ProcedureCall',
+    'Load CSV', 'Foreach'))
+
+
 class Engine:
     dialect = None
     # Whether a read sees each write whole or not at all (FalkorDB runs
@@ -163,17 +170,23 @@ class Engine:
         """The columns of ``text``, an operator's read-only query, after it
         was planned and run once within ``bounds`` (weighing.model
         ScorerBounds) in an empty sandbox server, never in the serving
-        engine (graph/scorer_sandbox.py); RefusedQuery when it does not
+        engine (processes.check); RefusedQuery when it does not
         parse, writes, calls procedures, loads files or breaks a bound."""
         try:
-            return scorer_sandbox.check_scorer(text, bounds)
-        except scorer_sandbox.SandboxError as exc:
+            columns, plan = processes.check(text, bounds)
+        except processes.SandboxError as exc:
             raise RefusedQuery(str(exc)) from exc
-        except scorer_sandbox.SandboxesBusy as exc:
+        except processes.SandboxesBusy as exc:
             raise Busy('%d checks of Cypher queries run already in this '
                        'process; try again shortly.'
-                       % scorer_sandbox.CHECKS_AT_ONCE,
+                       % processes.CHECKS_AT_ONCE,
                        'tachyon.scorer_checks.busy') from exc
+        operations = {line.strip().split(' |')[0] for line in plan}
+        refused = operations & REFUSED_OPERATIONS
+        if refused or len(plan) < 2:
+            raise RefusedQuery('the query may only read (it has %s)'
+                               % ', '.join(sorted(refused or operations)))
+        return columns
 
     def run_scorer_query(self, text, bounds, max_rows):
         """The rows of ``text`` (checked by check_scorer_query), read-only,
@@ -183,14 +196,14 @@ class Engine:
 
     @staticmethod
     def sandboxed_rows(sandbox, text, bounds, max_rows):
-        """The rows of a scorer run in ``sandbox`` (a scorer_sandbox
-        Replica or Copy) as dicts, its failures as this module's."""
+        """The rows of a scorer run in ``sandbox`` (a
+        processes.Replica or Copy) as dicts, its failures as this module's."""
         sandbox.bounds = bounds
         try:
             columns, rows = sandbox.query(text, max_rows)
-        except scorer_sandbox.SandboxBroken as exc:
+        except processes.SandboxBroken as exc:
             raise QueryBoundBroken(str(exc)) from exc
-        except scorer_sandbox.SandboxError as exc:
+        except processes.SandboxError as exc:
             raise GraphError('scorer query: %s' % exc) from exc
         return [dict(zip(columns, (value.decode() if isinstance(value, bytes)
                                    else value for value in row)))

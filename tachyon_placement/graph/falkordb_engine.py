@@ -49,9 +49,9 @@ import redis.sentinel
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import local_locks as local_locks_module
 from tachyon_placement.graph import schema
-from tachyon_placement.graph import scorer_sandbox
 from tachyon_placement.graph import versioning
 from tachyon_placement.monitoring import metrics
+from tachyon_placement import processes
 
 LOG = logging.getLogger(__name__)
 
@@ -753,7 +753,7 @@ class FalkorDBEngine(engine.Engine):
     def run_scorer_query(self, text, bounds, max_rows):
         with self._lock:
             if self._scorer_replica is None:
-                self._scorer_replica = scorer_sandbox.Replica(
+                self._scorer_replica = processes.Replica(
                     self.connect_raw, self._graph.name, bounds)
             replica = self._scorer_replica
         return self.sandboxed_rows(replica, text, bounds, max_rows)
@@ -809,7 +809,7 @@ class FalkorDBEngine(engine.Engine):
     def connect_raw(self):
         """A new socket to this server (through Sentinel: the primary
         now), authenticated when it needs it (the scorer replica's relay,
-        graph/scorer_sandbox.py)."""
+        processes/sandbox.py)."""
         if self._sentinel is not None:
             try:
                 address = self._sentinel.discover_master(self._service)
@@ -823,7 +823,7 @@ class FalkorDBEngine(engine.Engine):
         else:
             sock = socket.create_connection(self._address[1:], timeout=10)
         if self._password:
-            sock.sendall(scorer_sandbox.resp_command(
+            sock.sendall(processes.resp_command(
                 b'AUTH', self._password.encode()))
             if not sock.recv(64).startswith(b'+OK'):
                 sock.close()
@@ -841,20 +841,20 @@ class FalkorDBEngine(engine.Engine):
 
     @contextlib.contextmanager
     def frozen(self):
-        """A private replica of the server (scorer_sandbox.Replica, as the
+        """A private replica of the server (processes.Replica, as the
         feed server's reads), detached once in sync: it then holds the
         graph as it was after one whole write, while the server goes on
         serving reads and writes (it only sends its copy, as to any
         replica).  Stopped at the end.  GRAPH.COPY, tried first, hung
         the whole server once under concurrent writes (10,000 hosts)."""
-        replica = scorer_sandbox.Replica(
+        replica = processes.Replica(
             self.connect_raw, self._graph.name, FROZEN_BOUNDS,
             watch_memory=False)
         try:
             try:
                 try:
                     sandbox = replica.running()
-                except scorer_sandbox.SandboxError as exc:
+                except processes.SandboxError as exc:
                     # Once in some hundred copies under load the replica
                     # died as its copy arrived (its log is in the error):
                     # another one, once.
@@ -866,7 +866,7 @@ class FalkorDBEngine(engine.Engine):
                     detach.execute_command('REPLICAOF', 'NO', 'ONE')
                 finally:
                     detach.close()
-            except (scorer_sandbox.SandboxError,
+            except (processes.SandboxError,
                     redis.exceptions.RedisError, OSError) as exc:
                 raise engine.GraphError('a replica of the graph server '
                                         'could not be made: %s' % exc) \

@@ -21,8 +21,8 @@ from oslo_log import log as logging
 
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import schema
-from tachyon_placement.graph import scorer_sandbox
 from tachyon_placement.graph import versioning
+from tachyon_placement import processes
 
 
 LOG = logging.getLogger(__name__)
@@ -385,7 +385,7 @@ class Neo4jEngine(engine.Engine):
     def run_scorer_query(self, text, bounds, max_rows):
         with self._scorer_lock:
             if self._scorer_copy is None:
-                self._scorer_copy = scorer_sandbox.Copy(
+                self._scorer_copy = processes.Copy(
                     self._export, self._version, bounds)
             copy = self._scorer_copy
         return self.sandboxed_rows(copy, text, bounds, max_rows)

@@ -11,10 +11,9 @@ bench's feed runs, README).  On a replica the feed's reads hold the
 replica's graph only; the serving server's part is to send the
 replication stream, which it does for any replica.
 
-The replica is a scorer_sandbox.Sandbox without a memory bound (it grows
-with the graph), started by the process at once and again, from a thread
-kept for it, when it dies (a sandbox is killed with the thread that
-started it, and the thread of a read may end).  Its reads may lag the
+The replica is a sandbox without a memory bound (it grows with the
+graph), kept running by the engine processes' room (processes.Kept:
+started at once, and again when it dies).  Its reads may lag the
 server's writes by the replication delay: ``read_primary`` reads the
 server (the feed tells a cursor ahead of its replica from one ahead of
 the graph with it).  When the server cannot be
@@ -22,7 +21,6 @@ replicated (a managed one refusing SYNC), the reads go to the server, as
 without a replica.
 """
 import collections
-import concurrent.futures
 import threading
 
 from oslo_log import log as logging
@@ -30,7 +28,7 @@ import redis.exceptions
 
 from tachyon_placement.graph import engine
 from tachyon_placement.graph import falkordb_engine
-from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement import processes
 
 LOG = logging.getLogger(__name__)
 
@@ -56,13 +54,10 @@ class ReplicaReads(engine.Engine):
     def __init__(self, primary, **binaries):
         """``primary``: the FalkorDBEngine of the serving server."""
         self.primary = primary
-        self._replica = scorer_sandbox.Replica(
+        self._replica = processes.Kept(
             primary.connect_raw, primary.graph_name, BOUNDS,
             watch_memory=False, max_queued=MAX_QUEUED, **binaries)
         self._lock = threading.Lock()
-        # A sandbox dies with the thread that started it: this one stays.
-        self._starter = concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix='tachyon-feed-replica')
         self._reads = None      # the FalkorDBEngine of the replica
         self._closed = False
         self._start()
@@ -74,11 +69,11 @@ class ReplicaReads(engine.Engine):
         if reads is not None:
             reads.close()
         try:
-            sandbox = self._starter.submit(self._replica.running).result()
-        except (scorer_sandbox.SandboxError, OSError) as exc:
+            sandbox = self._replica.running()
+        except (processes.SandboxError, OSError) as exc:
             LOG.warning('The feed server reads the graph server itself: '
                         'no replica of it could be made (%s)', exc)
-            self._replica.close()
+            self._replica.stop()
             return
         self._reads = falkordb_engine.FalkorDBEngine(
             self.primary.graph_name, unix_socket_path=sandbox.socket_path,
@@ -154,5 +149,4 @@ class ReplicaReads(engine.Engine):
         if self._reads is not None:
             self._reads.close()
         self._replica.close()
-        self._starter.shutdown(wait=False)
         self.primary.close()

@@ -157,7 +157,7 @@ PROPERTY_KEYS = Statement('schema_property_keys', common=(
 
 
 # The graph as nodes and relationships, for the copy Neo4j's Cypher
-# scorers run on (graph/scorer_sandbox.py Copy): Neo4j bounds neither the
+# scorers run on (processes/replicas.py Copy): Neo4j bounds neither the
 # memory of a value built in a row nor its heap per query, so operators'
 # queries never run in it.  The collector's own values and runs are
 # left out.

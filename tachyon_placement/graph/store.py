@@ -183,8 +183,8 @@ def make_engine(conf):
         raise ValueError('Unsupported [graph] connection scheme: %s'
                          % parsed.scheme)
     from tachyon_placement.graph import falkordb_engine
-    from tachyon_placement.graph import falkordb_server
-    server = falkordb_server.get_shared_server(
+    from tachyon_placement import processes
+    server = processes.get_shared_server(
         conf.graph.data_dir, appendfsync=conf.graph.appendfsync)
     return falkordb_engine.FalkorDBEngine(
         conf.graph.database or FALKORDB_GRAPH,

@@ -182,7 +182,7 @@ class ScorerStore(engine.ResourceStore):
         """Raise domain Invalid unless ``query`` is a read-only query,
         without procedures or files, returning ``columns`` (and maybe
         others), that the engine plans and runs within ``bounds``
-        (graph/scorer_sandbox.py Bounds) where it cannot hurt the
+        (processes/sandbox.py) where it cannot hurt the
         serving engine."""
         try:
             returned = self.engine.check_scorer_query(query, bounds)

@@ -75,8 +75,8 @@ def on_exit(server):
     try:
         conf = _tachyon_conf()
         if not conf.graph.connection:
-            from tachyon_placement.graph import falkordb_server
-            if falkordb_server.get_shared_server(
+            from tachyon_placement import processes
+            if processes.get_shared_server(
                     conf.graph.data_dir).stop_if_unused():
                 server.log.info('Stopped the embedded FalkorDB server a '
                                 'killed worker left running')

@@ -9,10 +9,6 @@ DEPTH_FIRST = 'depth-first'
 BREADTH_FIRST = 'breadth-first'
 
 
-# ---------------------------------------------------------------------------
-# Request model
-
-
 @dataclasses.dataclass
 class RequestGroup:
     """One request group; ``suffix`` '' is the unsuffixed group.

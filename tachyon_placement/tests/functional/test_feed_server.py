@@ -402,11 +402,11 @@ def test_the_feed_server_reads_a_replica_of_falkordb(api, feed_server):
     """The feed server's reads (following the graph once per stream
     interval) held FalkorDB's graph while Placement's writes waited: PUT
     /allocations' p95 grew by 40 % with one subscriber (bench/feed.py).
-    With FalkorDB it reads a replica of its own (graph/replica_reads.py):
-    changes come through it; killed, another one is made and the stream
-    goes on; a cursor read from the API, ahead of the replica by the
-    replication delay, is answered, never 410.  Neo4j's reads do not
-    block its writes: no replica there."""
+    With FalkorDB it reads a replica of its own (graph/replica_reads.py,
+    processes.Kept): changes come through it; killed, another one is
+    made and the stream goes on; a cursor read from the API, ahead of the
+    replica by the replication delay, is answered, never 410.  Neo4j's
+    reads do not block its writes: no replica there."""
     replicas = _replicas(feed_server.process.pid)
     if engines.NEO4J_URI:
         assert replicas == []

