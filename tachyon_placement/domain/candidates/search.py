@@ -77,12 +77,6 @@ class _Limits:
             self.wanted = (self.maximum if self.wanted is None
                            else min(self.wanted, self.maximum))
 
-    def generated_all(self, generated):
-        return self.maximum >= 0 and generated >= self.maximum
-
-    def returned_all(self, returned):
-        return self.stop_at is not None and returned >= self.stop_at
-
 
 class _Batches:
     """Cut the roots to visit into batches to load.
@@ -183,8 +177,8 @@ class _Visits:
         return itertools.chain.from_iterable(streams)
 
     def _searches(self, ordered):
-        snapshot = self.snapshot
-        batches = self.batches
+        snapshot, batches, memo_key, anchor_ok = (
+            self.snapshot, self.batches, self.memo_key, self.anchor_ok)
         for batch in batches.cut(ordered):
             missing = [anchor for anchor in batch
                        if anchor not in snapshot.trees]
@@ -193,27 +187,20 @@ class _Visits:
             for anchor in batch:
                 batches.visited += 1
                 anchor_node = snapshot.by_uuid.get(anchor)
-                if anchor_node is None or not self.anchor_ok(anchor_node):
+                if anchor_node is None or not anchor_ok(anchor_node):
                     continue
-                remembered = self._remembered(anchor_node)
-                if remembered is not None:
-                    yield anchor_node, remembered
-                    continue
+                if memo_key is not None and anchor_node.found_memo:
+                    found = anchor_node.found_memo.get(memo_key)
+                    # Remembered with the very sharing providers that
+                    # reached the tree then: one that changed, came or
+                    # went since makes it searched again.
+                    if found is not None and found[0] == _serials(
+                            snapshot.reaching(anchor)):
+                        yield anchor_node, found[1]
+                        continue
                 search = self._search_at(anchor_node)
                 if search is not None and search.plausible():
                     yield anchor_node, search
-
-    def _remembered(self, anchor_node):
-        if self.memo_key is None or not anchor_node.found_memo:
-            return None
-        found = anchor_node.found_memo.get(self.memo_key)
-        # Remembered with the very sharing providers that reached the tree
-        # then: one that changed, came or went since makes it searched
-        # again.
-        if found is not None and found[0] == _serials(
-                self.snapshot.reaching(anchor_node.uuid)):
-            return found[1]
-        return None
 
     def _search_at(self, anchor_node):
         """The search at ``anchor_node``; None when a slot has no option
@@ -315,7 +302,10 @@ class _Taken:
         self.refiner = settings.refiner
         self.ranked = self.refiner is not None and self.refiner.ranks
         self.exclude_nested = not settings.nested_aware
-        self.limits = limits
+        # The limits, as plain numbers: these run once per root or per
+        # request taken (-1 and None: no limit).
+        self.maximum = limits.maximum
+        self.stop_at = limits.stop_at
         self.batches = batches
         self.requests = []
         self.pieces = []
@@ -324,10 +314,10 @@ class _Taken:
         self.finishing = None
 
     def take(self, produced):
+        whole_runs = not (self.exclude_nested or self.refiner is not None)
         for item in produced:
             if type(item) is _Remembered:
-                if not (item.run.sharing_only or self.exclude_nested
-                        or self.refiner is not None):
+                if whole_runs and not item.run.sharing_only:
                     # Nothing to check request by request.
                     if self._take_run(item.run):
                         return
@@ -338,32 +328,31 @@ class _Taken:
             if self._take_each(found):
                 return
 
-    def _count(self, generated):
-        self.generated += generated
-        self.batches.produced = self.generated
-
     def _take_run(self, run):
         """The run's requests in whole, or as many as the limits leave;
         True once the limits are reached."""
-        limits = self.limits
+        maximum, stop_at, requests_taken = (self.maximum, self.stop_at,
+                                            self.requests)
         taken = len(run.items)
-        if limits.maximum >= 0:
-            taken = min(taken, limits.maximum - self.generated)
-        if limits.stop_at is not None:
-            taken = min(taken, limits.stop_at - len(self.requests))
+        if maximum >= 0:
+            taken = min(taken, maximum - self.generated)
+        if stop_at is not None:
+            taken = min(taken, stop_at - len(requests_taken))
         if taken == len(run.items):
             self.pieces.append(run)
-            self.requests.extend(run.items)
+            requests_taken.extend(run.items)
         else:
             self.pieces.extend(run.items[:taken])
-            self.requests.extend(run.items[:taken])
-        self._count(taken)
-        return (limits.generated_all(self.generated)
-                or limits.returned_all(len(self.requests)))
+            requests_taken.extend(run.items[:taken])
+        self.generated += taken
+        self.batches.produced = self.generated
+        return ((maximum >= 0 and self.generated >= maximum)
+                or (stop_at is not None and len(requests_taken) >= stop_at))
 
     def _take_each(self, found):
         """``found``'s requests one by one; True once the search ends."""
-        limits = self.limits
+        maximum, stop_at, requests_taken = (self.maximum, self.stop_at,
+                                            self.requests)
         for anchor, request, shared_only in found:
             if self.finishing is not None and anchor != self.finishing:
                 return True
@@ -374,14 +363,15 @@ class _Taken:
                 if identity in self.seen:
                     continue
                 self.seen.add(identity)
-            self._count(1)
+            self.generated += 1
+            self.batches.produced = self.generated
             if not (self.exclude_nested
                     and results.nested(self.snapshot, request)):
-                self.requests.append(request)
+                requests_taken.append(request)
                 self.pieces.append(request)
-            if limits.generated_all(self.generated):
+            if maximum >= 0 and self.generated >= maximum:
                 return True
-            if limits.returned_all(len(self.requests)):
+            if stop_at is not None and len(requests_taken) >= stop_at:
                 if not self.ranked:
                     return True
                 self.finishing = anchor
