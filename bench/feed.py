@@ -43,6 +43,14 @@ SETTLE = 2
 # gives memory back in its pool); LEFT_WAIT at most.
 LEFT_SETTLE = 5
 LEFT_WAIT = 120
+# After a subscribed turn the next turn waits for tachyon-feed's start
+# anew (2 s after the crowd left, then a new replica's copy of the graph
+# from the engine on the API's core) to end: the turns compare the API
+# with and without subscribers held, not with the start anew's copy.
+# Seconds for the start to be logged (past the GRACE after which it cuts
+# stalled streams), and for all of it at most.
+RESTART_NOTICE = 70
+RESTART_WAIT = 120
 
 
 class Pinning:
@@ -145,6 +153,32 @@ class FeedServer:
                 break
             time.sleep(1)
         return round(time.monotonic() - began, 1), series
+
+    def log_mark(self):
+        """Where its log ends now (for after())."""
+        return os.path.getsize(self.proc.log_path)
+
+    def restarted_after(self, mark, timeout=RESTART_WAIT):
+        """Waits, ``timeout`` seconds at most, for the start anew that
+        follows a crowd's leaving ([changes] restart_after_subscribers)
+        logged after ``mark``, and for its new replica; the seconds it
+        took, None when it did not start anew."""
+        began = time.monotonic()
+        restarting = None
+        while time.monotonic() - began < timeout:
+            with open(self.proc.log_path, 'rb') as log:
+                log.seek(mark)
+                text = log.read()
+            at = text.find(b'starting anew')
+            if at >= 0:
+                restarting = restarting or time.monotonic()
+                if (b'reads a replica' in text[at:]
+                        or b'reads the graph server itself' in text[at:]):
+                    return round(time.monotonic() - restarting, 1)
+            elif time.monotonic() - began > RESTART_NOTICE:
+                return None
+            time.sleep(0.2)
+        return None
 
     def slow_readers(self):
         """Subscribers it cut for not reading since it started (its log,
@@ -634,6 +668,8 @@ def run(client, tachyon, cloud, args, record, started, say):
     turn_p50 = {False: [], True: []}
     received, poll_errors, disordered, refused = [], 0, 0, 0
     probe_latencies, feed_rss, connected = [], [], []
+    # Seconds each start anew took after a subscribed turn (None: none).
+    restarts = []
     order = turns(args.feed_turns)
     per_turn = max(1, args.requests * 2 // len(order))
     rng = random.Random(args.seed)
@@ -713,6 +749,7 @@ def run(client, tachyon, cloud, args, record, started, say):
                 if into[subscribed].first_body is None:
                     into[subscribed].first_body = measured.first_body
             if subscribed:
+                mark = server.log_mark()
                 commands.put('halt')
                 (counts, errors, out_of_order, latencies,
                  turned_away) = answers.get(timeout=300)
@@ -722,6 +759,7 @@ def run(client, tachyon, cloud, args, record, started, say):
                 refused += turned_away
                 probe_latencies.extend(latencies)
                 feed_rss.append(sampler.stop())
+                restarts.append(server.restarted_after(mark))
             else:
                 sampler.stop()
         left_seconds, left_series = server.left()
@@ -775,7 +813,7 @@ def run(client, tachyon, cloud, args, record, started, say):
                     feed_rss_after / 1024.0, 1),
                 feed_left_after_s=left_seconds,
                 feed_rss_while_leaving_mib=left_series,
-                pinned=bool(pinning),
+                pinned=bool(pinning), starts_anew_s=restarts,
                 delivery_ms=delivery, probes=len(probe_latencies))
         results[subscribed] = (entry, put_entry)
         p50 = (entry['tachyon']['latency'] or {}).get('p50_ms')
@@ -795,6 +833,8 @@ def run(client, tachyon, cloud, args, record, started, say):
                     entry['feed']['feed_rss_before_mib'],
                     entry['feed']['feed_rss_after_leaving_mib'],
                     entry['feed']['feed_left_after_s'], delivery)))
+    say('  tachyon-feed started anew after each subscribed turn in %s s '
+        '(waited for before the next turn)' % restarts)
     say('  cores used while measuring, without and with subscribers: '
         '%s; %s' % (results[False][0]['feed']['cores'],
                     results[True][0]['feed']['cores']))

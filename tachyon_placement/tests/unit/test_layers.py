@@ -98,31 +98,9 @@ def _imports_of(path):
     return {name for node in ast.walk(tree) for name in _imported(node)}
 
 
-def test_only_the_nova_room_imports_nova():
-    """Nova is no dependency of Tachyon's service: only the weigher that
-    nova-scheduler loads imports it, and the options the sample
-    configuration generator reads do not."""
-    importers = set()
-    for directory, _dirs, files in os.walk(PACKAGE):
-        relative = os.path.relpath(directory, PACKAGE)
-        if relative.split(os.sep)[0] == 'tests':
-            continue
-        for filename in files:
-            if filename.endswith('.py'):
-                path = os.path.join(directory, filename)
-                if any(name == 'nova' or name.startswith('nova.')
-                       for name in _imports_of(path)):
-                    importers.add(os.path.relpath(path, PACKAGE))
-    assert importers == {os.path.join('nova', 'weigher.py')}, importers
-
-
-# Rooms entered through their package's names only: outside the room a
-# module imports the package, never one of its modules (tests may).
-ENTERED_BY_PACKAGE = ('tachyon_placement.processes',
-                      'tachyon_placement.domain.candidates')
-
-
 def _service_modules():
+    """(module name, path) of each module of the service (tests left
+    out)."""
     for directory, _dirs, files in os.walk(PACKAGE):
         relative = os.path.relpath(directory, PACKAGE)
         if relative.split(os.sep)[0] == 'tests':
@@ -132,6 +110,22 @@ def _service_modules():
                 path = os.path.join(directory, filename)
                 yield ('tachyon_placement.' + os.path.relpath(
                     path, PACKAGE)[:-3].replace(os.sep, '.'), path)
+
+
+def test_only_the_nova_room_imports_nova():
+    """Nova is no dependency of Tachyon's service: only the weigher that
+    nova-scheduler loads imports it, and the options the sample
+    configuration generator reads do not."""
+    importers = {module for module, path in _service_modules()
+                 if any(name == 'nova' or name.startswith('nova.')
+                        for name in _imports_of(path))}
+    assert importers == {'tachyon_placement.nova.weigher'}, importers
+
+
+# Rooms entered through their package's names only: outside the room a
+# module imports the package, never one of its modules (tests may).
+ENTERED_BY_PACKAGE = ('tachyon_placement.processes',
+                      'tachyon_placement.domain.candidates')
 
 
 def _modules_named(node):
