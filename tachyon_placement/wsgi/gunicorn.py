@@ -14,11 +14,16 @@ instead of gunicorn's HTML page: clients parse them as any other error.
 import os
 import shutil
 import tempfile
+import time
 
 from gunicorn.workers import gthread
 
 from tachyon_placement.api import wsgi
 from tachyon_placement.monitoring import metrics
+
+# Seconds the master waits at its exit for the workers it killed to be
+# gone (they are, within milliseconds, once the kernel delivers SIGKILL).
+KILLED_WORKERS_WAIT = 5.0
 
 # gunicorn configuration (this module is also its -c file).
 bind = ['127.0.0.1:8778']
@@ -72,6 +77,7 @@ def on_exit(server):
     # worker lets it go as it exits, the last one stops it; a worker that
     # was killed (past graceful_timeout) could not, so the master looks
     # once every worker is gone.
+    _reap_killed_workers(server)
     try:
         conf = _tachyon_conf()
         if not conf.graph.connection:
@@ -83,6 +89,24 @@ def on_exit(server):
     except Exception as exc:  # noqa: BLE001 - exiting anyway
         server.log.warning('The embedded FalkorDB server could not be '
                            'checked at exit: %s', exc)
+
+
+def _reap_killed_workers(server, timeout=KILLED_WORKERS_WAIT):
+    """Wait for the workers gunicorn killed at its stop (SIGKILL past
+    graceful_timeout) to be gone: it reaps them once, at once, and one that
+    was stopped or busy in the kernel is still a live process then; the
+    engine's registrations of such a worker would keep the engine running.
+    """
+    deadline = time.monotonic() + timeout
+    for pid in list(getattr(server, 'WORKERS', {})):
+        while True:
+            try:
+                done, _status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if done or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
 
 
 class _Captured:
