@@ -134,7 +134,9 @@ class Relay:
         try:
             try:
                 upstream = self._connect()
-            except OSError:
+            except OSError as exc:
+                LOG.warning('The replication relay could not reach the '
+                            'graph server: %s', exc)
                 return
             client.settimeout(None)
             self._sockets.update((client, upstream))

@@ -286,19 +286,19 @@ class Sandbox:
                            % why)
 
     def _exit_told(self):
-        """How the sandbox ended and the last lines of its log (its
-        directory goes with it), for the error that reports it."""
-        if self._proc.poll() is None:
-            return ' within %g s' % SYNC_TIMEOUT
+        """How the sandbox ended (or that it is still copying) and the
+        last lines of its log (its directory goes with it), for the error
+        that reports it."""
         try:
             with open(os.path.join(self._dir, 'log'), 'rb') as log:
                 lines = log.read()[-4096:].decode(errors='replace')
         except OSError:
             lines = ''
         last = [line for line in lines.splitlines() if line.strip()][-3:]
-        return ' (it exited with %s%s)' % (
-            self._proc.returncode,
-            ': ' + ' | '.join(last) if last else '')
+        told = ': ' + ' | '.join(last) if last else ''
+        if self._proc.poll() is None:
+            return ' within %g s%s' % (SYNC_TIMEOUT, told)
+        return ' (it exited with %s%s)' % (self._proc.returncode, told)
 
     def _watch(self):
         proc = self._proc

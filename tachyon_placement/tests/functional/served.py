@@ -1,4 +1,5 @@
 """Run a real tachyon-placement-api process on loopback for a test."""
+import contextlib
 import json
 import os
 import signal
@@ -48,6 +49,61 @@ def _alive(pid):
             return stat.read().rpartition(')')[2].split()[0] not in 'ZX'
     except OSError:
         return False
+
+
+def command_line(pid):
+    """``pid``'s command line, for a failure's message."""
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as cmdline:
+            return cmdline.read().replace(b'\0', b' ')[:300].decode(
+                errors='replace')
+    except OSError as exc:
+        return str(exc)
+
+
+def _thread_states(pid):
+    """{thread id: its state letter} of ``pid``'s threads."""
+    states = {}
+    try:
+        tasks = os.listdir('/proc/%d/task' % pid)
+    except OSError:
+        return states
+    for task in tasks:
+        try:
+            with open('/proc/%d/task/%s/stat' % (pid, task)) as stat:
+                states[task] = stat.read().rpartition(')')[2].split()[0]
+        except OSError:
+            pass        # the thread ended meanwhile
+    return states
+
+
+@contextlib.contextmanager
+def paused(pid, within=10.0):
+    """``pid`` stopped (SIGSTOP) for the duration, continued after.
+
+    kill() returns once the stop is sent, not once it took: each thread
+    of the process stops when it next runs, and a JVM has hundreds.  So
+    this waits (``within`` seconds at most) until every thread is in the
+    stopped state: a probe sent before that could be answered by a
+    thread still running, and the test would say the product missed a
+    hang that had not begun."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + within
+        while True:
+            states = _thread_states(pid)
+            running = {task: state for task, state in states.items()
+                       if state not in 'TtZX'}
+            if states and not running:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    'pid %d not stopped %g s after SIGSTOP: threads %r'
+                    % (pid, within, running))
+            time.sleep(0.01)
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 class ServedPlacement:

@@ -7,7 +7,6 @@ every write is either wholly applied or not at all (each claim spans two
 providers), and usages equal the sum of allocations.
 """
 import json
-import os
 import signal
 import threading
 import time
@@ -188,9 +187,7 @@ def test_a_stopped_engine_is_503_within_seconds(tmp_path):
         assert status == 200, body
         before = body['uuid']
         errors_before = _engine_errors(api)
-        pid = api.engine_pid()
-        os.kill(pid, signal.SIGSTOP)
-        try:
+        with served.paused(api.engine_pid()):
             for method, path, body in (
                     ('GET', '/resource_providers/%s' % before, None),
                     ('POST', '/resource_providers', {'name': 'during'}),
@@ -203,8 +200,6 @@ def test_a_stopped_engine_is_503_within_seconds(tmp_path):
                 assert headers['Retry-After'] == '2'
                 [error] = answer['errors']
                 assert error['code'] == 'tachyon.graph.unavailable'
-        finally:
-            os.kill(pid, signal.SIGCONT)
         assert _engine_errors(api) >= errors_before + 3
         status, body = api.request('POST', '/resource_providers',
                                    {'name': 'after'})

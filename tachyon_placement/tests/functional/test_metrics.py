@@ -6,7 +6,6 @@ import glob
 import json
 import os
 import re
-import signal
 import socket
 import time
 import urllib.error
@@ -212,12 +211,11 @@ def test_health_tells_whether_the_engine_answers_in_time(api):
     # The engine hangs (stopped, not dead): the probe says so in time, and
     # again while the first check still hangs.
     pid = api.engine_pid()
-    os.kill(pid, signal.SIGSTOP)
-    try:
+    with served.paused(pid):
         for _ in range(2):
             started = time.monotonic()
             status, document = _health(api.url)
-            assert status == 503, document
+            assert status == 503, (document, pid, served.command_line(pid))
             assert document['status'] == 'failed'
             # The probe's own time limit, or the engine's watch of a
             # server that stopped answering (falkordb_engine.HANG_CHECK),
@@ -225,8 +223,6 @@ def test_health_tells_whether_the_engine_answers_in_time(api):
             assert ('did not answer' in document['error']
                     or 'no answer for' in document['error']), document
             assert time.monotonic() - started < 10
-    finally:
-        os.kill(pid, signal.SIGCONT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         status, document = _health(api.url)

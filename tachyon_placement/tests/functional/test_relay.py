@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from tachyon_placement import processes
 from tachyon_placement.graph import replica_reads
 from tachyon_placement.processes import relay as relays
 from tachyon_placement.processes import replicas
@@ -45,7 +46,12 @@ def replica(primary):
     made = replicas.Replica(
         primary.connect_raw, primary.graph_name, replica_reads.BOUNDS,
         watch_memory=False)
-    made.running()
+    try:
+        made.running()
+    except processes.SandboxError as exc:
+        # Both sides of the replication that did not happen.
+        raise AssertionError('%s; the graph server\'s log: %s' % (
+            exc, engines.embedded_log_tail())) from exc
     yield made
     made.close()
 
