@@ -90,9 +90,11 @@ return released
 """
 
 
-# Through Sentinel: seconds to reach a sentinel or a server, and that a
-# server may take to answer (a partitioned primary would hang a request
-# forever; the longest of Tachyon's statements take seconds).
+# Seconds to reach a sentinel or a server, and that a server may take to
+# answer once it started to (a partitioned primary would hang a request
+# forever; the longest of Tachyon's statements take seconds; a server that
+# does not start to answer is HANG_CHECK's).  Always explicit: redis-py 8
+# reads with a 5 s timeout unless told otherwise.
 CONNECT_TIMEOUT = 2.0
 ANSWER_TIMEOUT = 60.0
 SENTINEL_PORT = 26379
@@ -494,13 +496,15 @@ class FalkorDBEngine(engine.Engine):
             self._db = falkordb.FalkorDB(connection_pool=_RetiringPool(
                 connection_class=_WatchedUnixConnection,
                 path=unix_socket_path, password=password,
-                decode_responses=True, **_NO_RETRY))
+                socket_timeout=ANSWER_TIMEOUT, decode_responses=True,
+                **_NO_RETRY))
         else:
             self._db = falkordb.FalkorDB(connection_pool=_RetiringPool(
                 connection_class=_WatchedConnection,
                 host=host or 'localhost', port=port or 6379,
                 password=password, socket_connect_timeout=CONNECT_TIMEOUT,
-                socket_keepalive=True, decode_responses=True, **_NO_RETRY))
+                socket_timeout=ANSWER_TIMEOUT, socket_keepalive=True,
+                decode_responses=True, **_NO_RETRY))
         if sentinels is None:
             self._pool_face = self._db.connection.connection_pool
         self._replica_acks = replica_acks
@@ -861,7 +865,8 @@ class FalkorDBEngine(engine.Engine):
                     LOG.warning('A replica of the graph server failed, '
                                 'making another: %s', exc)
                     sandbox = replica.running()
-                detach = redis.Redis(unix_socket_path=sandbox.socket_path)
+                detach = redis.Redis(unix_socket_path=sandbox.socket_path,
+                                     socket_timeout=ANSWER_TIMEOUT)
                 try:
                     detach.execute_command('REPLICAOF', 'NO', 'ONE')
                 finally:
@@ -871,7 +876,8 @@ class FalkorDBEngine(engine.Engine):
                 raise engine.GraphError('a replica of the graph server '
                                         'could not be made: %s' % exc) \
                     from exc
-            copy = falkordb.FalkorDB(unix_socket_path=sandbox.socket_path)
+            copy = falkordb.FalkorDB(unix_socket_path=sandbox.socket_path,
+                                     socket_timeout=sandbox.answer_timeout())
             try:
                 yield _FrozenCopy(copy.select_graph(self._graph.name),
                                   self.dialect)

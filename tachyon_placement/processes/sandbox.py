@@ -74,6 +74,14 @@ _CLEANED = False
 # whose query does not answer (FalkorDB does not interrupt a list being
 # built, nor its parser).
 GRACE = 1.0
+# Beyond that, how long this process waits for any answer of a sandbox
+# before it gives up on it (and kills it): the watchdog ends a query that
+# overruns, so this is a backstop, and the bound of what the watchdog
+# does not watch (a start, a copy being loaded).  Always explicit:
+# redis-py 8 reads with a 5 s timeout unless told otherwise, which cut a
+# check whose sandbox (at nice 10) was slow to answer on a busy machine
+# (the operator got a 500) and would cut any scorer allowed more than 5 s.
+ANSWER_SLACK = 10.0
 PR_SET_PDEATHSIG = 1
 
 
@@ -201,6 +209,11 @@ class Sandbox:
     def socket_path(self):
         return os.path.join(self._dir, 's.sock') if self._dir else None
 
+    def answer_timeout(self):
+        """Seconds this process waits for one answer of the sandbox (see
+        ANSWER_SLACK)."""
+        return self.bounds.timeout + GRACE + ANSWER_SLACK
+
     def start(self):
         redis_server, module = self._binaries or _binaries()
         clean_stale_directories()
@@ -227,13 +240,15 @@ class Sandbox:
             preexec_fn=_child_setup, start_new_session=True)
         self._client = redis.Redis(
             unix_socket_path=sock, socket_connect_timeout=2,
+            socket_timeout=self.answer_timeout(),
             retry=Retry(NoBackoff(), 0))
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
                 self._client.ping()
                 break
-            except redis.exceptions.ConnectionError:
+            except (redis.exceptions.ConnectionError,
+                    redis.exceptions.TimeoutError):
                 if self._proc.poll() is not None or (
                         time.monotonic() > deadline):
                     self.stop()
@@ -241,8 +256,13 @@ class Sandbox:
                 time.sleep(0.01)
         if self._replica_of is None:
             # RO queries need the graph to exist.
-            self._client.execute_command('GRAPH.QUERY', self.graph,
-                                         'RETURN 0')
+            try:
+                self._client.execute_command('GRAPH.QUERY', self.graph,
+                                             'RETURN 0')
+            except redis.exceptions.RedisError as exc:
+                self.stop()
+                raise SandboxError('the scorer sandbox did not start: %s'
+                                   % exc) from exc
         else:
             self._follow(*self._replica_of)
             self._wait_synced()
@@ -333,7 +353,8 @@ class Sandbox:
         self._limit = None
         graph = falkordb.FalkorDB(
             unix_socket_path=self._client.connection_pool.connection_kwargs[
-                'path']).select_graph(self.graph)
+                'path'], socket_timeout=self.answer_timeout()).select_graph(
+                    self.graph)
         try:
             for text, params in batches:
                 graph.query(text, params)
@@ -360,6 +381,12 @@ class Sandbox:
             return self._client.execute_command(*command)
         except redis.exceptions.ConnectionError as exc:
             self._proc.wait(5)
+            raise SandboxBroken(self._broken_message()) from exc
+        except redis.exceptions.TimeoutError as exc:
+            # Past the watchdog's deadline and the slack: the watchdog
+            # could not end it; this does.
+            self.killed = self.killed or 'time'
+            self._kill(self._proc)
             raise SandboxBroken(self._broken_message()) from exc
         except redis.exceptions.ResponseError as exc:
             message = str(exc)
