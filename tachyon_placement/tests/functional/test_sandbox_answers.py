@@ -56,8 +56,9 @@ def test_an_answer_past_the_bound_breaks_it_in_time():
                            match='did not end within 1 s'):
             sandbox.query(QUERY)
         took = time.monotonic() - started
-        # The watchdog's deadline (timeout + GRACE) and its next sample.
-        assert took < 1.0 + sandboxes.GRACE + 1.0, took
+        # The watchdog's deadline (timeout + GRACE), not the 8 s the
+        # sandbox is stopped for, nor the answer's slack behind it.
+        assert took < 1.0 + sandboxes.GRACE + 3.0, took
         assert not sandbox.alive()
         resume.cancel()
     finally:
