@@ -61,8 +61,10 @@ SLOW_ROWS = 300000
 
 
 def _graph(server, name):
-    return falkordb.FalkorDB(host='127.0.0.1',
-                             port=server.port).select_graph(name)
+    # redis-py 8 reads with a 5 s timeout unless told: the slow write may
+    # take longer on a busy machine.
+    return falkordb.FalkorDB(host='127.0.0.1', port=server.port,
+                             socket_timeout=60).select_graph(name)
 
 
 def _slow(server, name):

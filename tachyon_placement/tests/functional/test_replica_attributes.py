@@ -156,8 +156,10 @@ def test_replicas_name_values_as_the_primary(cluster):
 
 
 def _raw(server, graph):
-    return falkordb.FalkorDB(host='127.0.0.1',
-                             port=server.port).select_graph(graph)
+    # A slow write takes seconds on a busy machine: past redis-py 8's
+    # default read timeout (5 s) it would fail the test, not the server.
+    return falkordb.FalkorDB(host='127.0.0.1', port=server.port,
+                             socket_timeout=60).select_graph(graph)
 
 
 def _slow_write(server, graph, name):
