@@ -352,9 +352,8 @@ class Sandbox:
         import falkordb
         self._limit = None
         graph = falkordb.FalkorDB(
-            unix_socket_path=self._client.connection_pool.connection_kwargs[
-                'path'], socket_timeout=self.answer_timeout()).select_graph(
-                    self.graph)
+            unix_socket_path=self.socket_path,
+            socket_timeout=self.answer_timeout()).select_graph(self.graph)
         try:
             for text, params in batches:
                 graph.query(text, params)
