@@ -32,6 +32,8 @@ RELAY_HANDSHAKES = 4
 RELAY_HANDSHAKE_SECONDS = 5.0
 RELAY_CONNECTIONS = 4
 RELAY_BACKLOG = 8
+# Seconds between two log lines about refused connections.
+REFUSAL_LOG_EVERY = 10.0
 
 
 class Relay:
@@ -54,6 +56,7 @@ class Relay:
         self._sockets = set()
         self._handshakes = threading.BoundedSemaphore(RELAY_HANDSHAKES)
         self._relayed = threading.BoundedSemaphore(RELAY_CONNECTIONS)
+        self._refusal_logged = -REFUSAL_LOG_EVERY
         threading.Thread(target=self._accept, name='scorer-sandbox-relay',
                          daemon=True).start()
 
@@ -94,7 +97,7 @@ class Relay:
             if deadline is not None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise ValueError('too slow')
+                    raise ValueError('no AUTH in time')
                 client.settimeout(remaining)
             chunk = client.recv(4096)
             if not chunk:
@@ -117,7 +120,7 @@ class Relay:
             client.sendall(b'-NOAUTH Authentication required.\r\n')
             if verb != b'PING':
                 break
-        raise ValueError('refused')
+        raise ValueError('no AUTH with the secret')
 
     def _serve(self, client):
         upstream = None
@@ -127,9 +130,11 @@ class Relay:
             finally:
                 self._handshakes.release()
             if not self._relayed.acquire(blocking=False):
-                raise ValueError('busy')
-        except (OSError, ValueError):
+                raise ValueError('%d connections are relayed already'
+                                 % RELAY_CONNECTIONS)
+        except (OSError, ValueError) as exc:
             client.close()
+            self._told_refusal(exc)
             return
         try:
             try:
@@ -151,6 +156,16 @@ class Relay:
                     _shut(sock)
                     sock.close()
                     self._sockets.discard(sock)
+
+    def _told_refusal(self, exc):
+        """Log a connection the relay refused (a replica that cannot
+        sync says why; so does a local process knocking), one line per
+        REFUSAL_LOG_EVERY seconds at most: anyone can connect."""
+        now = time.monotonic()
+        if now - self._refusal_logged < REFUSAL_LOG_EVERY:
+            return
+        self._refusal_logged = now
+        LOG.warning('The replication relay refused a connection: %s', exc)
 
     @classmethod
     def _gate(cls, client, upstream, rest):
