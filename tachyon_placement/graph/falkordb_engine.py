@@ -856,15 +856,8 @@ class FalkorDBEngine(engine.Engine):
             watch_memory=False)
         try:
             try:
-                try:
-                    sandbox = replica.running()
-                except processes.SandboxError as exc:
-                    # Once in some hundred copies under load the replica
-                    # died as its copy arrived (its log is in the error):
-                    # another one, once.
-                    LOG.warning('A replica of the graph server failed, '
-                                'making another: %s', exc)
-                    sandbox = replica.running()
+                # (A copy that failed is tried again by the Replica.)
+                sandbox = replica.running()
                 detach = redis.Redis(unix_socket_path=sandbox.socket_path,
                                      socket_timeout=ANSWER_TIMEOUT)
                 try:

@@ -3,11 +3,16 @@ FalkorDB server (``Replica``: the collector's scorers read it; the feed
 server's reads, ``Kept``), or a copy of a graph an engine exports
 (``Copy``: Neo4j, which cannot replicate to FalkorDB)."""
 import concurrent.futures
+import logging
 import threading
 import time
 
 from tachyon_placement.processes import relay as relays
 from tachyon_placement.processes import sandbox as sandboxes
+
+LOG = logging.getLogger(__name__)
+# Sandboxes tried for one replica before its start fails.
+COPY_ATTEMPTS = 2
 
 
 class Replica:
@@ -42,14 +47,27 @@ class Replica:
         return self._sandbox
 
     def _restart(self):
+        """A new sandbox, in sync: a copy that failed (the sandbox died
+        as it arrived, hung, or stalled: Sandbox._wait_synced; FalkorDB
+        4.16.3 does each now and then under load) is tried again with
+        another sandbox, COPY_ATTEMPTS times in all."""
         self._stop_sandbox()
         if self._relay is None:
             self._relay = relays.Relay(self._connect)
             relays.sync_at_once(self._connect)
-        self._sandbox = sandboxes.Sandbox(
-            self.bounds,
-            replica_of=('127.0.0.1', self._relay.port, self._relay.rotate()),
-            graph=self.graph, **self._options).start()
+        for attempt in range(1, COPY_ATTEMPTS + 1):
+            try:
+                self._sandbox = sandboxes.Sandbox(
+                    self.bounds, replica_of=(
+                        '127.0.0.1', self._relay.port, self._relay.rotate()),
+                    graph=self.graph, **self._options).start()
+                return
+            except sandboxes.SandboxError as exc:
+                if attempt == COPY_ATTEMPTS:
+                    raise
+                LOG.warning('A replica of the graph server failed '
+                            '(attempt %d of %d), making another: %s',
+                            attempt, COPY_ATTEMPTS, exc)
 
     def _stop_sandbox(self):
         if self._sandbox is not None:

@@ -56,6 +56,17 @@ WATCH_INTERVAL = 0.02
 # Seconds a sandbox may take to start, and to copy the serving graph.
 START_TIMEOUT = 10.0
 SYNC_TIMEOUT = 120.0
+# A copy that cannot end is given up before SYNC_TIMEOUT (the Replica
+# then makes another sandbox, once): a sandbox that answers nothing for
+# COPY_HANG seconds (FalkorDB 4.16.3 now and then hangs for good on its
+# globals lock, as a server starting from its AOF does:
+# embedded.SPAWN_ATTEMPTS), or whose copy shows no progress for
+# COPY_STALL seconds (the same stage, no byte read: longer than Redis'
+# 10 s between two pings of a replica waiting on its copy).
+COPY_HANG = 30.0
+COPY_STALL = 45.0
+# Seconds one probe of a copying sandbox waits for its answer.
+COPY_PROBE_TIMEOUT = 2.0
 # Checks of operators' queries (each a sandbox: up to its memory bound
 # plus some 20 MiB) running at once in one process, and how long one more
 # waits for one of them to end before it is refused (16 at once took
@@ -171,6 +182,22 @@ def _listened_on(path):
         return False
     finally:
         probe.close()
+
+
+# What a replica's INFO says of its copy's progress (Redis 8: the
+# bytes read of the copy, those of the replication stream kept while it
+# loads, the loading itself).
+COPY_PROGRESS = ('master_link_status', 'master_sync_in_progress',
+                 'master_sync_read_bytes', 'master_sync_total_bytes',
+                 'replica_full_sync_buffer_size', 'loading',
+                 'loading_loaded_bytes')
+
+
+def copy_stage(info):
+    """The progress of a copy in a replica's INFO (replication and
+    persistence): a tuple of (name, value) that changes whenever the copy
+    moves on."""
+    return tuple((name, info.get(name)) for name in COPY_PROGRESS)
 
 
 class Sandbox:
@@ -289,36 +316,63 @@ class Sandbox:
                                'graph server: %s' % exc) from exc
 
     def _wait_synced(self):
-        deadline = time.monotonic() + SYNC_TIMEOUT
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                break
-            try:
-                info = self._client.info('replication')
-                if info.get('master_link_status') == 'up':
-                    return
-            except redis.exceptions.RedisError:
-                pass
-            time.sleep(0.02)
-        why = self._exit_told()
+        """Wait until the copy of the graph arrived (the link to the
+        server up); SandboxError (the sandbox stopped) when it exited,
+        hung (COPY_HANG), stalled (COPY_STALL) or took SYNC_TIMEOUT."""
+        probe = redis.Redis(unix_socket_path=self.socket_path,
+                            socket_connect_timeout=COPY_PROBE_TIMEOUT,
+                            socket_timeout=COPY_PROBE_TIMEOUT,
+                            retry=Retry(NoBackoff(), 0))
+        try:
+            why = self._copy_failed(probe)
+        finally:
+            probe.close()
+        if why is None:
+            return
+        why += self._exit_told()
         self.stop()
-        raise SandboxError('the scorer sandbox could not copy the graph%s'
+        raise SandboxError('the scorer sandbox could not copy the graph: %s'
                            % why)
 
+    def _copy_failed(self, probe):
+        """None once the copy arrived, else why it will not."""
+        started = time.monotonic()
+        answered = progressed = started
+        stage = None
+        while True:
+            if self._proc.poll() is not None:
+                return 'it exited with %s' % self._proc.returncode
+            try:
+                info = probe.info('replication', 'persistence')
+            except redis.exceptions.RedisError:
+                info = None
+            now = time.monotonic()
+            if info is not None:
+                if info.get('master_link_status') == 'up':
+                    return None
+                answered = now
+                seen = copy_stage(info)
+                if seen != stage:
+                    stage, progressed = seen, now
+            if now - answered >= COPY_HANG:
+                return 'it answered nothing for %g s' % COPY_HANG
+            if now - progressed >= COPY_STALL:
+                return 'no progress for %g s (%s)' % (
+                    COPY_STALL, ', '.join('%s=%s' % pair for pair in stage))
+            if now - started >= SYNC_TIMEOUT:
+                return 'not within %g s' % SYNC_TIMEOUT
+            time.sleep(0.02)
+
     def _exit_told(self):
-        """How the sandbox ended (or that it is still copying) and the
-        last lines of its log (its directory goes with it), for the error
-        that reports it."""
+        """The last lines of the sandbox's log (its directory goes with
+        it), for the error that reports it."""
         try:
             with open(os.path.join(self._dir, 'log'), 'rb') as log:
                 lines = log.read()[-4096:].decode(errors='replace')
         except OSError:
             lines = ''
         last = [line for line in lines.splitlines() if line.strip()][-3:]
-        told = ': ' + ' | '.join(last) if last else ''
-        if self._proc.poll() is None:
-            return ' within %g s%s' % (SYNC_TIMEOUT, told)
-        return ' (it exited with %s%s)' % (self._proc.returncode, told)
+        return '; its log: ' + ' | '.join(last) if last else ''
 
     def _watch(self):
         proc = self._proc

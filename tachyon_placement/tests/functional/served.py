@@ -12,6 +12,8 @@ import urllib.request
 
 import pytest
 
+from tachyon_placement.processes import replicas
+from tachyon_placement.processes import sandbox as sandboxes
 from tachyon_placement.tests.functional.fixtures import engine as engines
 
 
@@ -284,7 +286,13 @@ class ServedFeed:
     def url(self):
         return 'http://127.0.0.1:%d' % self.port
 
-    def start(self, timeout=60):
+    def start(self, timeout=None):
+        """Start the feed server; wait until it answers a read.  It
+        listens once its replica of the graph has its copy, or failed to
+        (sandbox.COPY_STALL per attempt, replicas.COPY_ATTEMPTS): the
+        wait covers both attempts, so a failure's log is read here."""
+        if timeout is None:
+            timeout = replicas.COPY_ATTEMPTS * sandboxes.COPY_STALL + 30
         log = open(os.path.join(self.workdir, 'feed.log'), 'ab')
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'tachyon_placement.cmd.feed',
