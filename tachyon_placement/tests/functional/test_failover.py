@@ -335,9 +335,9 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path,
                    if server is not new and server is not old][0]
         replica.kill()
         for number in range(20):
-            status, _ = apis[number % 2].request(
+            status, body = apis[number % 2].request(
                 'POST', '/resource_providers', {'name': 'missed-%d' % number})
-            assert status == 200
+            assert status == 200, (body, cluster.told())
         cluster.restart(replica)
         cluster.wait_replicas(len(cluster.servers) - 1)
         for each in apis:

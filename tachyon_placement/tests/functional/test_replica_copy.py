@@ -29,11 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def primary():
-    engine = engines.new_engine()
-    engine._graph.query('CREATE (:Seed {name: "seed"})')
-    yield engine
-    engines.drop_engine(engine)
+def primary(seeded_primary):
+    return seeded_primary
 
 
 @pytest.fixture
