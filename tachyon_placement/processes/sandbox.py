@@ -329,7 +329,7 @@ class Sandbox:
             probe.close()
         if why is None:
             return
-        why += self._exit_told()
+        why += self._log_told()
         self.stop()
         raise SandboxError('the scorer sandbox could not copy the graph: %s'
                            % why)
@@ -358,12 +358,13 @@ class Sandbox:
                 return 'it answered nothing for %g s' % COPY_HANG
             if now - progressed >= COPY_STALL:
                 return 'no progress for %g s (%s)' % (
-                    COPY_STALL, ', '.join('%s=%s' % pair for pair in stage))
+                    COPY_STALL,
+                    ', '.join('%s=%s' % pair for pair in stage or ()))
             if now - started >= SYNC_TIMEOUT:
                 return 'not within %g s' % SYNC_TIMEOUT
             time.sleep(0.02)
 
-    def _exit_told(self):
+    def _log_told(self):
         """The last lines of the sandbox's log (its directory goes with
         it), for the error that reports it."""
         try:

@@ -173,21 +173,31 @@ def _storm(apis, ledger, race, inventory_rps, stop, seed):
                 setattr(ledger, 'busy_' + provider, False)
 
 
-def _write_answered(api, method, path, make_body, patience=30):
-    """A write as a client makes it: sent again while it is answered
-    503 tachyon.graph.unavailable (the sentinels switching), for
-    ``patience`` seconds at most, each time with a new ``make_body()``
-    (a 503's write may have been applied); (status, body) of the last
-    answer."""
-    deadline = time.monotonic() + patience
-    while True:
-        status, answer = api.request(method, path, make_body())
-        codes = [error.get('code') for error in
-                 (answer or {}).get('errors', [])]
-        if status != 503 or codes != [UNAVAILABLE] or \
-                time.monotonic() > deadline:
-            return status, answer
-        time.sleep(0.5)
+class Settled:
+    """An API process asked as a client asks once the storm is over: a
+    request answered 503 tachyon.graph.unavailable (the sentinels still
+    switching: on a loaded machine they may fail over twice; a new primary
+    that takes no write, so serves no read, until a replica is in touch)
+    is sent again, for ``patience`` seconds at most.  A write's body may
+    be a callable, called for each attempt (a write answered 503 may have
+    been applied)."""
+
+    def __init__(self, api, patience=60):
+        self.api = api
+        self.patience = patience
+
+    def request(self, method, path, body=None, **options):
+        deadline = time.monotonic() + self.patience
+        while True:
+            status, answer = self.api.request(
+                method, path, body() if callable(body) else body,
+                **options)
+            codes = [error.get('code') for error in
+                     (answer or {}).get('errors', [])]
+            if status != 503 or codes != [UNAVAILABLE] or \
+                    time.monotonic() > deadline:
+                return status, answer
+            time.sleep(0.5)
 
 
 def _manage(config, *arguments):
@@ -287,7 +297,7 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path,
             'the kill went unnoticed: the test proves nothing')
         assert not ledger.stale_reads, ledger.stale_reads[:3]
 
-        api = apis[1]
+        api = Settled(apis[1])
         lost = []
         for consumer, (provider, outcome) in ledger.claims.items():
             status, body = api.request('GET', '/allocations/%s' % consumer)
@@ -332,7 +342,7 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path,
 
         # The new primary may lack writes the old one had: every cursor
         # from before gets 410 (the client relists), none misses a change.
-        status, gone = apis[1].request(
+        status, gone = api.request(
             'GET', '/tachyon/changes?since=%d' % feed['cursor'],
             service='tachyon', version='1.0')
         assert status == 410, gone
@@ -356,8 +366,8 @@ def test_primary_killed_mid_storm_loses_no_acknowledged_write(tmp_path,
                    if server is not primary][-1]
         replica.kill()
         for number in range(20):
-            status, body = _write_answered(
-                apis[number % 2], 'POST', '/resource_providers',
+            status, body = Settled(apis[number % 2]).request(
+                'POST', '/resource_providers',
                 lambda: {'name': 'missed-%s' % uuid.uuid4()})
             assert status == 200, (body, cluster.told())
         cluster.restart(replica)
