@@ -58,9 +58,10 @@ START_TIMEOUT = 10.0
 SYNC_TIMEOUT = 120.0
 # A copy that cannot end is given up before SYNC_TIMEOUT (the Replica
 # then makes another sandbox, once): a sandbox that answers nothing for
-# COPY_HANG seconds (FalkorDB 4.16.3 now and then hangs for good on its
-# globals lock, as a server starting from its AOF does:
-# embedded.SPAWN_ATTEMPTS), or whose copy shows no progress for
+# COPY_HANG seconds (FalkorDB 4.16.3 hangs for good on its globals lock
+# now and then as a server loads its AOF, embedded.SPAWN_ATTEMPTS; a
+# replica loading its copy is thought to do the same: CI saw copies that
+# never ended, not reproduced), or whose copy shows no progress for
 # COPY_STALL seconds (the same stage, no byte read: longer than Redis'
 # 10 s between two pings of a replica waiting on its copy).
 COPY_HANG = 30.0

@@ -69,15 +69,20 @@ class Ledger:
                 self.first_write_after_kill = time.monotonic()
             return 'acked'
         if status == 503:
-            codes = [error.get('code') for error in
-                     (body or {}).get('errors', [])]
-            if codes != [UNAVAILABLE]:
+            if not _unavailable(status, body):
                 self.bad.append((status, body))
             return 'unknown'
         if status >= 500:
             self.bad.append((status, body))
             return 'unknown'
         return 'refused'
+
+
+def _unavailable(status, body):
+    """Whether an answer is the documented 503 of a graph without a
+    primary to use (tachyon.graph.unavailable, alone)."""
+    codes = [error.get('code') for error in (body or {}).get('errors', [])]
+    return status == 503 and codes == [UNAVAILABLE]
 
 
 def _call(api, method, path, body=None, version='1.39'):
@@ -192,9 +197,7 @@ class Settled:
             status, answer = self.api.request(
                 method, path, body() if callable(body) else body,
                 **options)
-            codes = [error.get('code') for error in
-                     (answer or {}).get('errors', [])]
-            if status != 503 or codes != [UNAVAILABLE] or \
+            if not _unavailable(status, answer) or \
                     time.monotonic() > deadline:
                 return status, answer
             time.sleep(0.5)
